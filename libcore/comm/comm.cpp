@@ -1,0 +1,68 @@
+#include "comm/comm.hpp"
+
+#include <climits>
+#include <cstdlib>
+
+namespace sieve {
+
+Comm Comm::world() { return Comm(MPI_COMM_WORLD); }
+
+Comm::Comm(MPI_Comm comm) : comm_(comm) {
+  SIEVE_MPI_CHECK(MPI_Comm_rank(comm_, &rank_));
+  SIEVE_MPI_CHECK(MPI_Comm_size(comm_, &size_));
+  MPI_Comm node;
+  SIEVE_MPI_CHECK(MPI_Comm_split_type(comm_, MPI_COMM_TYPE_SHARED, rank_, MPI_INFO_NULL, &node));
+  SIEVE_MPI_CHECK(MPI_Comm_rank(node, &local_rank_));
+  SIEVE_MPI_CHECK(MPI_Comm_size(node, &local_size_));
+  MPI_Comm_free(&node);
+}
+
+int Comm::int_count(size_t n) {
+  if (n > size_t(INT_MAX)) throw Error(cat("MPI message of ", n, " elements exceeds INT_MAX"));
+  return int(n);
+}
+
+void Comm::barrier() const {
+  if (size_ > 1) SIEVE_MPI_CHECK(MPI_Barrier(comm_));
+}
+
+void Comm::bcast_string(std::string& s, int root) const {
+  if (size_ == 1) return;
+  int64_t n = int64_t(s.size());
+  bcast(&n, 1, root);
+  s.resize(size_t(n));
+  bcast(s.data(), s.size(), root);
+}
+
+int64_t Comm::exscan_sum(int64_t v) const {
+  if (size_ == 1) return 0;
+  int64_t out = 0;
+  SIEVE_MPI_CHECK(MPI_Exscan(&v, &out, 1, MPI_INT64_T, MPI_SUM, comm_));
+  return rank_ == 0 ? 0 : out;
+}
+
+void Comm::abort(int exit_code) const {
+  if (size_ > 1) MPI_Abort(comm_, exit_code);
+  std::_Exit(exit_code);
+}
+
+Range block_range(int64_t n, int rank, int size) {
+  int64_t base = n / size, extra = n % size;
+  int64_t begin = rank * base + std::min<int64_t>(rank, extra);
+  return {begin, begin + base + (rank < extra ? 1 : 0)};
+}
+
+MpiSession::MpiSession(int* argc, char*** argv, bool serialized_threads) {
+  int provided = 0;
+  int wanted = serialized_threads ? MPI_THREAD_SERIALIZED : MPI_THREAD_FUNNELED;
+  MPI_Init_thread(argc, argv, wanted, &provided);
+  MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+}
+
+MpiSession::~MpiSession() {
+  int finalized = 0;
+  MPI_Finalized(&finalized);
+  if (!finalized) MPI_Finalize();
+}
+
+}  // namespace sieve

@@ -1,0 +1,131 @@
+// The communicator: passed explicitly to everything that talks to other ranks.
+//
+// Wraps an MPI communicator with rank/size/local rank and the handful of collectives
+// Sieve uses. A program started without mpirun is a one-rank job (MPI singleton), so
+// single-process code needs no #ifdefs: every collective is a cheap no-op at size 1.
+// Every MPI call goes through SIEVE_MPI_CHECK, which names the file and line on failure.
+#pragma once
+#include <mpi.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "util/error.hpp"
+
+#define SIEVE_MPI_CHECK(call)                                                              \
+  do {                                                                                     \
+    int sieve_mpi_rc_ = (call);                                                            \
+    if (sieve_mpi_rc_ != MPI_SUCCESS) {                                                    \
+      char sieve_mpi_msg_[MPI_MAX_ERROR_STRING];                                           \
+      int sieve_mpi_len_ = 0;                                                              \
+      MPI_Error_string(sieve_mpi_rc_, sieve_mpi_msg_, &sieve_mpi_len_);                    \
+      throw ::sieve::Error(::sieve::cat(__FILE__, ":", __LINE__, ": ", #call, " failed: ", \
+                                        std::string(sieve_mpi_msg_, sieve_mpi_len_)));     \
+    }                                                                                      \
+  } while (0)
+
+namespace sieve {
+
+template <typename T>
+MPI_Datatype mpi_type();
+template <> inline MPI_Datatype mpi_type<float>() { return MPI_FLOAT; }
+template <> inline MPI_Datatype mpi_type<double>() { return MPI_DOUBLE; }
+template <> inline MPI_Datatype mpi_type<int32_t>() { return MPI_INT32_T; }
+template <> inline MPI_Datatype mpi_type<int64_t>() { return MPI_INT64_T; }
+template <> inline MPI_Datatype mpi_type<uint8_t>() { return MPI_UINT8_T; }
+template <> inline MPI_Datatype mpi_type<char>() { return MPI_CHAR; }
+
+class Comm {
+ public:
+  // The world communicator (MPI must be initialised; see MpiSession).
+  static Comm world();
+  explicit Comm(MPI_Comm comm);
+
+  int rank() const { return rank_; }
+  int size() const { return size_; }
+  int local_rank() const { return local_rank_; }
+  int local_size() const { return local_size_; }
+  bool is_root() const { return rank_ == 0; }
+  MPI_Comm raw() const { return comm_; }
+
+  void barrier() const;
+  // In-place sum over all ranks.
+  template <typename T>
+  void allreduce_sum(T* data, size_t n) const {
+    if (size_ == 1 || n == 0) return;
+    SIEVE_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, data, int_count(n), mpi_type<T>(), MPI_SUM, comm_));
+  }
+  template <typename T>
+  T allreduce_sum(T v) const {
+    allreduce_sum(&v, 1);
+    return v;
+  }
+  template <typename T>
+  T allreduce_max(T v) const {
+    if (size_ > 1) SIEVE_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &v, 1, mpi_type<T>(), MPI_MAX, comm_));
+    return v;
+  }
+  template <typename T>
+  T allreduce_min(T v) const {
+    if (size_ > 1) SIEVE_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &v, 1, mpi_type<T>(), MPI_MIN, comm_));
+    return v;
+  }
+  template <typename T>
+  void bcast(T* data, size_t n, int root = 0) const {
+    if (size_ == 1 || n == 0) return;
+    SIEVE_MPI_CHECK(MPI_Bcast(data, int_count(n), mpi_type<T>(), root, comm_));
+  }
+  void bcast_string(std::string& s, int root = 0) const;
+  // Exclusive prefix sum of `v` over ranks (rank 0 gets 0).
+  int64_t exscan_sum(int64_t v) const;
+  // Gather one value from every rank onto every rank.
+  template <typename T>
+  std::vector<T> allgather(T v) const {
+    std::vector<T> out(size_);
+    if (size_ == 1) {
+      out[0] = v;
+      return out;
+    }
+    SIEVE_MPI_CHECK(MPI_Allgather(&v, 1, mpi_type<T>(), out.data(), 1, mpi_type<T>(), comm_));
+    return out;
+  }
+  // Variable-size allgather: every rank contributes `mine`, all get the concatenation in rank order.
+  template <typename T>
+  std::vector<T> allgatherv(const std::vector<T>& mine) const {
+    if (size_ == 1) return mine;
+    std::vector<int> counts = allgather<int>(int_count(mine.size()));
+    std::vector<int> displs(size_, 0);
+    for (int r = 1; r < size_; ++r) displs[r] = displs[r - 1] + counts[r - 1];
+    std::vector<T> out(size_t(displs.back()) + counts.back());
+    SIEVE_MPI_CHECK(MPI_Allgatherv(mine.data(), int_count(mine.size()), mpi_type<T>(), out.data(),
+                                   counts.data(), displs.data(), mpi_type<T>(), comm_));
+    return out;
+  }
+  // Ends every rank of the job at once (a failed rank must never leave the others hanging).
+  [[noreturn]] void abort(int exit_code) const;
+
+ private:
+  static int int_count(size_t n);
+  MPI_Comm comm_;
+  int rank_ = 0, size_ = 1, local_rank_ = 0, local_size_ = 1;
+};
+
+// Contiguous block split of n items over p ranks: rank r owns [begin, end).
+struct Range {
+  int64_t begin, end;
+  int64_t size() const { return end - begin; }
+};
+Range block_range(int64_t n, int rank, int size);
+
+// RAII MPI_Init/MPI_Finalize (thread level FUNNELED: only the main thread calls MPI;
+// SERIALIZED when the caller asks, for the background gradient-reduction thread).
+class MpiSession {
+ public:
+  MpiSession(int* argc, char*** argv, bool serialized_threads = false);
+  ~MpiSession();
+  MpiSession(const MpiSession&) = delete;
+  MpiSession& operator=(const MpiSession&) = delete;
+};
+
+}  // namespace sieve

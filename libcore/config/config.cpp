@@ -1,0 +1,402 @@
+#include "config/config.hpp"
+
+#include <cmath>
+#include <fstream>
+#include <sstream>
+
+#include "util/error.hpp"
+
+namespace sieve {
+namespace {
+
+const char* type_name(ValueType t) {
+  switch (t) {
+    case ValueType::Bool: return "a boolean (true/false)";
+    case ValueType::Int: return "an integer";
+    case ValueType::Float: return "a number";
+    case ValueType::String: return "a string";
+    case ValueType::IntList: return "a list of integers";
+    case ValueType::FloatList: return "a list of numbers";
+    case ValueType::StringList: return "a list of strings";
+    case ValueType::Tree: return "a mapping";
+  }
+  return "?";
+}
+
+std::string show(const YAML::Node& n) {
+  YAML::Emitter e;
+  e << YAML::Flow << n;
+  std::string s = e.c_str();
+  return s.size() > 60 ? s.substr(0, 57) + "..." : s;
+}
+
+[[noreturn]] void bad(const KeySpec& spec, const std::string& origin, const std::string& what) {
+  throw UsageError(cat("config key '", spec.path, "' (", origin, "): ", what));
+}
+
+// Scalars: yaml-cpp's as<T> accepts e.g. "1e3" for double and rejects "abc"; for
+// integers we additionally reject fractional values such as "2.5".
+int64_t scalar_int(const KeySpec& spec, const YAML::Node& n, const std::string& origin) {
+  if (!n.IsScalar()) bad(spec, origin, cat("expected ", type_name(ValueType::Int), ", got ", show(n)));
+  const std::string& s = n.Scalar();
+  try {
+    size_t pos = 0;
+    long long v = std::stoll(s, &pos, 10);
+    if (pos == s.size()) return v;
+  } catch (...) {
+  }
+  // Accept integral floats written like 1e4 or 20480.0.
+  try {
+    size_t pos = 0;
+    double d = std::stod(s, &pos);
+    if (pos == s.size() && std::isfinite(d) && d == std::floor(d) && std::fabs(d) < 9e18)
+      return static_cast<int64_t>(d);
+  } catch (...) {
+  }
+  bad(spec, origin, cat("expected an integer, got '", s, "'"));
+}
+
+double scalar_float(const KeySpec& spec, const YAML::Node& n, const std::string& origin) {
+  if (!n.IsScalar()) bad(spec, origin, cat("expected a number, got ", show(n)));
+  const std::string& s = n.Scalar();
+  try {
+    size_t pos = 0;
+    double d = std::stod(s, &pos);
+    if (pos == s.size() && std::isfinite(d)) return d;
+  } catch (...) {
+  }
+  bad(spec, origin, cat("expected a finite number, got '", s, "'"));
+}
+
+void check_range(const KeySpec& spec, double v, const std::string& origin) {
+  if (spec.min && v < *spec.min)
+    bad(spec, origin, cat(v, " is out of range (expected >= ", *spec.min, ")"));
+  if (spec.max && v > *spec.max)
+    bad(spec, origin, cat(v, " is out of range (expected <= ", *spec.max, ")"));
+}
+
+}  // namespace
+
+YAML::Node validate_value(const KeySpec& spec, const YAML::Node& n, const std::string& origin) {
+  switch (spec.type) {
+    case ValueType::Bool: {
+      bool b;
+      if (!n.IsScalar() || !YAML::convert<bool>::decode(n, b))
+        bad(spec, origin, cat("expected true or false, got ", show(n)));
+      return YAML::Node(b);
+    }
+    case ValueType::Int: {
+      int64_t v = scalar_int(spec, n, origin);
+      check_range(spec, double(v), origin);
+      return YAML::Node(v);
+    }
+    case ValueType::Float: {
+      double v = scalar_float(spec, n, origin);
+      check_range(spec, v, origin);
+      return YAML::Node(v);
+    }
+    case ValueType::String: {
+      if (!n.IsScalar()) bad(spec, origin, cat("expected a string, got ", show(n)));
+      std::string s = n.Scalar();
+      if (!spec.choices.empty()) {
+        bool ok = false;
+        for (auto& c : spec.choices) ok |= (c == s);
+        if (!ok) {
+          std::string list;
+          for (auto& c : spec.choices) list += (list.empty() ? "" : ", ") + c;
+          bad(spec, origin, cat("'", s, "' is not one of: ", list));
+        }
+      }
+      return YAML::Node(s);
+    }
+    case ValueType::IntList:
+    case ValueType::FloatList:
+    case ValueType::StringList: {
+      YAML::Node list = n;
+      if (n.IsScalar()) {  // a single value stands for a one-element list
+        list = YAML::Node(YAML::NodeType::Sequence);
+        list.push_back(n);
+      }
+      if (!list.IsSequence()) bad(spec, origin, cat("expected ", type_name(spec.type), ", got ", show(n)));
+      YAML::Node out(YAML::NodeType::Sequence);
+      for (const auto& e : list) {
+        if (spec.type == ValueType::IntList) {
+          int64_t v = scalar_int(spec, e, origin);
+          check_range(spec, double(v), origin);
+          out.push_back(v);
+        } else if (spec.type == ValueType::FloatList) {
+          double v = scalar_float(spec, e, origin);
+          check_range(spec, v, origin);
+          out.push_back(v);
+        } else {
+          if (!e.IsScalar()) bad(spec, origin, cat("expected a list of strings, got ", show(n)));
+          out.push_back(e.Scalar());
+        }
+      }
+      out.SetStyle(YAML::EmitterStyle::Flow);
+      return out;
+    }
+    case ValueType::Tree:
+      if (!n.IsMap() && !n.IsNull()) bad(spec, origin, cat("expected a mapping, got ", show(n)));
+      return YAML::Clone(n);
+  }
+  return n;
+}
+
+// ---- schema ----
+
+ConfigSchema& ConfigSchema::add(KeySpec spec) {
+  SIEVE_ASSERT(!index_.count(spec.path), "duplicate config key ", spec.path);
+  index_[spec.path] = keys_.size();
+  keys_.push_back(std::move(spec));
+  return *this;
+}
+ConfigSchema& ConfigSchema::add_bool(const std::string& p, bool d, const std::string& h) {
+  return add({p, ValueType::Bool, YAML::Node(d), h, {}, {}, {}});
+}
+ConfigSchema& ConfigSchema::add_int(const std::string& p, int64_t d, const std::string& h,
+                                    std::optional<double> mn, std::optional<double> mx) {
+  return add({p, ValueType::Int, YAML::Node(d), h, mn, mx, {}});
+}
+ConfigSchema& ConfigSchema::add_float(const std::string& p, double d, const std::string& h,
+                                      std::optional<double> mn, std::optional<double> mx) {
+  return add({p, ValueType::Float, YAML::Node(d), h, mn, mx, {}});
+}
+ConfigSchema& ConfigSchema::add_string(const std::string& p, const std::string& d,
+                                       const std::string& h, std::vector<std::string> choices) {
+  return add({p, ValueType::String, YAML::Node(d), h, {}, {}, std::move(choices)});
+}
+ConfigSchema& ConfigSchema::add_int_list(const std::string& p, std::vector<int64_t> d,
+                                         const std::string& h, std::optional<double> mn,
+                                         std::optional<double> mx) {
+  YAML::Node n(YAML::NodeType::Sequence);
+  for (auto v : d) n.push_back(v);
+  n.SetStyle(YAML::EmitterStyle::Flow);
+  return add({p, ValueType::IntList, n, h, mn, mx, {}});
+}
+ConfigSchema& ConfigSchema::add_float_list(const std::string& p, std::vector<double> d,
+                                           const std::string& h, std::optional<double> mn,
+                                           std::optional<double> mx) {
+  YAML::Node n(YAML::NodeType::Sequence);
+  for (auto v : d) n.push_back(v);
+  n.SetStyle(YAML::EmitterStyle::Flow);
+  return add({p, ValueType::FloatList, n, h, mn, mx, {}});
+}
+ConfigSchema& ConfigSchema::add_string_list(const std::string& p, std::vector<std::string> d,
+                                            const std::string& h) {
+  YAML::Node n(YAML::NodeType::Sequence);
+  for (auto& v : d) n.push_back(v);
+  n.SetStyle(YAML::EmitterStyle::Flow);
+  return add({p, ValueType::StringList, n, h, {}, {}, {}});
+}
+ConfigSchema& ConfigSchema::add_tree(const std::string& p, const std::string& h) {
+  return add({p, ValueType::Tree, YAML::Node(YAML::NodeType::Map), h, {}, {}, {}});
+}
+
+const KeySpec* ConfigSchema::find(const std::string& path) const {
+  auto it = index_.find(path);
+  return it == index_.end() ? nullptr : &keys_[it->second];
+}
+
+const KeySpec* ConfigSchema::enclosing_tree(const std::string& path) const {
+  for (auto& k : keys_)
+    if (k.type == ValueType::Tree && path.size() > k.path.size() &&
+        path.compare(0, k.path.size(), k.path) == 0 && path[k.path.size()] == '.')
+      return &k;
+  return nullptr;
+}
+
+bool ConfigSchema::is_section(const std::string& path) const {
+  std::string prefix = path + ".";
+  for (auto& k : keys_)
+    if (k.path.compare(0, prefix.size(), prefix) == 0) return true;
+  return false;
+}
+
+std::string ConfigSchema::describe() const {
+  std::ostringstream os;
+  for (auto& k : keys_) {
+    YAML::Emitter e;
+    e << YAML::Flow << k.default_value;
+    os << "  " << k.path << " = " << e.c_str();
+    if (k.min || k.max)
+      os << "  [" << (k.min ? cat(*k.min) : "") << ".." << (k.max ? cat(*k.max) : "") << "]";
+    if (!k.choices.empty()) {
+      os << "  {";
+      for (size_t i = 0; i < k.choices.size(); ++i) os << (i ? "|" : "") << k.choices[i];
+      os << "}";
+    }
+    os << "\n      " << k.help << "\n";
+  }
+  return os.str();
+}
+
+// ---- config ----
+
+namespace {
+
+void apply_tree(Config& cfg, const ConfigSchema& schema, const YAML::Node& node,
+                const std::string& prefix, const std::string& origin) {
+  if (!node.IsMap()) {
+    if (prefix.empty() && node.IsNull()) return;  // empty file
+    throw UsageError(cat("config (", origin, "): expected a mapping",
+                         prefix.empty() ? "" : " at '" + prefix + "'"));
+  }
+  for (const auto& kv : node) {
+    std::string key = kv.first.Scalar();
+    std::string path = prefix.empty() ? key : prefix + "." + key;
+    if (const KeySpec* spec = schema.find(path)) {
+      cfg.set(path, kv.second, origin);
+    } else if (schema.is_section(path)) {
+      apply_tree(cfg, schema, kv.second, path, origin);
+    } else {
+      throw UsageError(cat("config (", origin, "): unknown key '", path, "'"));
+    }
+  }
+}
+
+}  // namespace
+
+void Config::set(const std::string& path, const YAML::Node& value, const std::string& origin) {
+  const KeySpec* spec = schema_->find(path);
+  if (!spec) {
+    if (const KeySpec* tree = schema_->enclosing_tree(path)) {
+      // Setting inside a free-form tree: splice the value into it.
+      YAML::Node root = values_[tree->path];
+      std::string rest = path.substr(tree->path.size() + 1);
+      YAML::Node cur = root;
+      size_t start = 0;
+      while (true) {
+        size_t dot = rest.find('.', start);
+        std::string part = rest.substr(start, dot == std::string::npos ? dot : dot - start);
+        if (dot == std::string::npos) {
+          cur[part] = YAML::Clone(value);
+          break;
+        }
+        cur.reset(cur[part]);
+        start = dot + 1;
+      }
+      return;
+    }
+    if (schema_->is_section(path)) {
+      apply_tree(*this, *schema_, value, path, origin);
+      return;
+    }
+    throw UsageError(cat("config (", origin, "): unknown key '", path, "'"));
+  }
+  values_[path] = validate_value(*spec, value, origin);
+}
+
+Config Config::load(const ConfigSchema& schema, const std::string& yaml_file,
+                    const std::vector<std::string>& overrides) {
+  Config cfg;
+  cfg.schema_ = &schema;
+  for (auto& k : schema.keys()) cfg.values_[k.path] = YAML::Clone(k.default_value);
+  if (!yaml_file.empty()) {
+    std::ifstream in(yaml_file);
+    if (!in) throw UsageError(cat("--config ", yaml_file, ": cannot open file"));
+    YAML::Node root;
+    try {
+      root = YAML::Load(in);
+    } catch (const YAML::Exception& e) {
+      throw UsageError(cat("--config ", yaml_file, ": invalid YAML at line ", e.mark.line + 1,
+                           ": ", e.msg));
+    }
+    apply_tree(cfg, schema, root, "", yaml_file);
+  }
+  for (const auto& ov : overrides) {
+    auto eq = ov.find('=');
+    if (eq == std::string::npos || eq == 0)
+      throw UsageError(cat("--set '", ov, "': expected key.path=value"));
+    std::string path = ov.substr(0, eq);
+    YAML::Node value;
+    try {
+      value = YAML::Load(ov.substr(eq + 1));
+    } catch (const YAML::Exception& e) {
+      throw UsageError(cat("--set '", ov, "': value is not valid YAML: ", e.msg));
+    }
+    if (value.IsNull()) value = YAML::Node(std::string());
+    cfg.set(path, value, "--set " + path);
+  }
+  return cfg;
+}
+
+Config Config::from_yaml_text(const ConfigSchema& schema, const std::string& text,
+                              const std::string& origin) {
+  Config cfg;
+  cfg.schema_ = &schema;
+  for (auto& k : schema.keys()) cfg.values_[k.path] = YAML::Clone(k.default_value);
+  YAML::Node root;
+  try {
+    root = YAML::Load(text);
+  } catch (const YAML::Exception& e) {
+    throw Error(cat(origin, ": stored config is not valid YAML: ", e.msg));
+  }
+  apply_tree(cfg, schema, root, "", origin);
+  return cfg;
+}
+
+const KeySpec& Config::spec(const std::string& path, ValueType expected) const {
+  SIEVE_ASSERT(schema_, "config not loaded");
+  const KeySpec* s = schema_->find(path);
+  SIEVE_ASSERT(s, "config key '", path, "' is not in the schema");
+  SIEVE_ASSERT(s->type == expected, "config key '", path, "' read with the wrong type");
+  return *s;
+}
+
+bool Config::get_bool(const std::string& p) const {
+  spec(p, ValueType::Bool);
+  return values_.at(p).as<bool>();
+}
+int64_t Config::get_int(const std::string& p) const {
+  spec(p, ValueType::Int);
+  return values_.at(p).as<int64_t>();
+}
+double Config::get_float(const std::string& p) const {
+  spec(p, ValueType::Float);
+  return values_.at(p).as<double>();
+}
+std::string Config::get_string(const std::string& p) const {
+  spec(p, ValueType::String);
+  return values_.at(p).as<std::string>();
+}
+std::vector<int64_t> Config::get_int_list(const std::string& p) const {
+  spec(p, ValueType::IntList);
+  return values_.at(p).as<std::vector<int64_t>>();
+}
+std::vector<double> Config::get_float_list(const std::string& p) const {
+  spec(p, ValueType::FloatList);
+  return values_.at(p).as<std::vector<double>>();
+}
+std::vector<std::string> Config::get_string_list(const std::string& p) const {
+  spec(p, ValueType::StringList);
+  return values_.at(p).as<std::vector<std::string>>();
+}
+YAML::Node Config::get_tree(const std::string& p) const {
+  spec(p, ValueType::Tree);
+  return YAML::Clone(values_.at(p));
+}
+
+std::string Config::to_yaml() const {
+  // Rebuild the nested mapping in schema order so the output reads like the input.
+  YAML::Node root(YAML::NodeType::Map);
+  for (auto& k : schema_->keys()) {
+    YAML::Node cur = root;
+    size_t start = 0;
+    while (true) {
+      size_t dot = k.path.find('.', start);
+      std::string part = k.path.substr(start, dot == std::string::npos ? dot : dot - start);
+      if (dot == std::string::npos) {
+        cur[part] = YAML::Clone(values_.at(k.path));
+        break;
+      }
+      cur.reset(cur[part]);
+      start = dot + 1;
+    }
+  }
+  YAML::Emitter e;
+  e << root;
+  return std::string(e.c_str()) + "\n";
+}
+
+}  // namespace sieve

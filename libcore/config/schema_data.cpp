@@ -1,0 +1,30 @@
+#include "config/sections.hpp"
+
+namespace sieve {
+
+void add_data_keys(ConfigSchema& s) {
+  s.add_string("data.source", "synthetic", "where the data comes from",
+               {"synthetic", "cifar10", "cifar100", "mnist", "csv"});
+  s.add_string("data.path", "",
+               "input: CIFAR directory (data_batch_*.bin, test_batch.bin), MNIST directory "
+               "(train-images-idx3-ubyte[.gz], ...), or a CSV file");
+  s.add_string("data.csv.label_column", "label", "CSV: name of the label column");
+  s.add_float("data.csv.test_fraction", 0.2, "CSV: fraction of rows held out as test set", 0.0, 0.9);
+  s.add_int("data.shards", 1, "number of shard files (1: one self-contained file)", 1, 4096);
+  s.add_int("data.chunk_samples", 256, "samples per HDF5 chunk", 1);
+  // synthetic generator
+  s.add_int("data.synthetic.classes", 10, "synthetic: number of classes", 2, 1000);
+  s.add_int("data.synthetic.train_per_class", 500, "synthetic: training samples per class", 1);
+  s.add_int("data.synthetic.test_per_class", 100, "synthetic: test samples per class", 0);
+  s.add_int("data.synthetic.height", 32, "synthetic: image height", 4, 4096);
+  s.add_int("data.synthetic.width", 32, "synthetic: image width", 4, 4096);
+  s.add_int("data.synthetic.channels", 3, "synthetic: channels (1 or 3)", 1, 3);
+  s.add_float("data.synthetic.label_noise", 0.05,
+              "synthetic: fraction of training samples given a wrong label", 0.0, 0.9);
+  s.add_float("data.synthetic.outliers", 0.02,
+              "synthetic: fraction of training samples replaced by outlier images", 0.0, 0.9);
+  s.add_float("data.synthetic.pixel_noise", 0.10,
+              "synthetic: std of per-pixel noise as a fraction of the 0..255 range", 0.0, 1.0);
+}
+
+}  // namespace sieve

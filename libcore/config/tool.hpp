@@ -1,0 +1,48 @@
+// The shared front of every Sieve program: MPI start-up, the common flags, config
+// loading, error reporting and exit codes. A tool's main() is a few lines:
+//
+//   int main(int argc, char** argv) {
+//     return sieve::run_tool(argc, argv, spec, add_flags, [](sieve::ToolContext& ctx) {...});
+//   }
+//
+// Common flags: --config FILE.yaml, --set key.path=value (repeatable), --overwrite,
+// --help, --help-config (every key with default, range and meaning), --version.
+// Errors before the body runs (flags, config) are the same on every rank: rank 0 prints
+// one line and every rank exits 2. An error inside the body is printed by the rank that
+// hit it and ends the whole job (MPI_Abort), so a failed rank never leaves others hanging.
+#pragma once
+#include <boost/program_options.hpp>
+
+#include <functional>
+#include <string>
+
+#include "comm/comm.hpp"
+#include "config/config.hpp"
+
+namespace sieve {
+
+namespace po = boost::program_options;
+
+struct ToolSpec {
+  std::string name;      // program name, e.g. "shard_dataset"
+  std::string summary;   // one line: what it does
+  std::string examples;  // a few example invocations for --help
+};
+
+struct ToolContext {
+  Comm comm;
+  Config cfg;
+  po::variables_map flags;
+  bool overwrite = false;
+  // Value of a tool flag, or "" when absent.
+  std::string flag(const std::string& name) const;
+  bool has_flag(const std::string& name) const { return flags.count(name) > 0; }
+};
+
+using FlagAdder = std::function<void(po::options_description&)>;
+using ToolBody = std::function<void(ToolContext&)>;
+
+int run_tool(int argc, char** argv, const ToolSpec& spec, const FlagAdder& add_flags,
+             const ToolBody& body);
+
+}  // namespace sieve

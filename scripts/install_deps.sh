@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# Installs every Debian package Sieve needs to build, test, benchmark and run.
+# Idempotent: packages already present are skipped by apt; safe to re-run.
+set -euo pipefail
+
+packages=(
+  build-essential cmake pkg-config git ninja-build
+  # MPI + parallel HDF5 (the openmpi flavour of libhdf5)
+  openmpi-bin libopenmpi-dev libhdf5-openmpi-dev hdf5-tools
+  # CLI, config, JSON
+  libboost-program-options-dev libyaml-cpp-dev nlohmann-json3-dev
+  # math
+  libopenblas-dev liblapacke-dev libdnnl-dev libfftw3-dev zlib1g-dev
+  # Debian's oneDNN is built with its OpenCL runtime: its CMake config wants the headers
+  ocl-icd-opencl-dev opencl-c-headers opencl-clhpp-headers
+  # tests
+  googletest libgtest-dev
+  # workflow: Slurm (+ PMIx plugin) and munge for the single-node test cluster
+  slurm-wlm slurmctld slurmd slurm-client munge libpmix-bin
+  # report: plotting, headless browser check
+  gnuplot-nox chromium
+  # peers for benchmarks and file checks
+  python3-h5py python3-numpy python3-sklearn python3-yaml
+)
+
+if [ "$(id -u)" -ne 0 ]; then SUDO=sudo; else SUDO=; fi
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "install_deps: all ${#packages[@]} packages present"
+  exit 0
+fi
+echo "install_deps: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+echo "install_deps: done"

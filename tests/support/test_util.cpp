@@ -1,0 +1,53 @@
+#include "support/test_util.hpp"
+
+#include <sys/wait.h>
+
+#include <array>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+
+#include "comm/comm.hpp"
+
+namespace fs = std::filesystem;
+
+namespace sieve::test {
+
+static std::string env_or(const char* name, const std::string& fallback) {
+  const char* v = std::getenv(name);
+  return v && *v ? v : fallback;
+}
+
+std::string scratch_dir(const std::string& name) {
+  Comm world = Comm::world();
+  std::string dir = env_or("SIEVE_BUILD_DIR", ".") + "/test-scratch/" + name;
+  if (world.is_root()) {
+    fs::remove_all(dir);
+    fs::create_directories(dir);
+  }
+  world.barrier();
+  return dir;
+}
+
+std::string shared_data(const std::string& file) {
+  return env_or("SIEVE_SHARED_DATA", "../shared/data") + "/" + file;
+}
+
+std::string tool_path(const std::string& tool) {
+  return env_or("SIEVE_BUILD_DIR", ".") + "/tools/" + tool;
+}
+
+int run_command(const std::string& cmd, std::string* output) {
+  std::string full = cmd + " 2>&1";
+  FILE* p = popen(full.c_str(), "r");
+  if (!p) return -1;
+  std::array<char, 4096> buf;
+  std::string out;
+  size_t n;
+  while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) out.append(buf.data(), n);
+  int status = pclose(p);
+  if (output) *output = out;
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+}  // namespace sieve::test

@@ -1,0 +1,95 @@
+#include <gtest/gtest.h>
+
+#include <fstream>
+
+#include "config/config.hpp"
+#include "config/sections.hpp"
+#include "support/test_util.hpp"
+#include "util/error.hpp"
+
+using namespace sieve;
+
+namespace {
+ConfigSchema small_schema() {
+  ConfigSchema s;
+  s.add_int("train.batch", 128, "batch", 1);
+  s.add_float("train.lr", 0.1, "lr", 0.0, 10.0);
+  s.add_string("train.model", "resnet18", "model", {"resnet18", "mlp"});
+  s.add_bool("train.nesterov", false, "nesterov");
+  s.add_int_list("sweep.batches", {256, 512}, "batches", 1);
+  s.add_tree("sweep.grid", "grid");
+  return s;
+}
+
+std::string write_yaml(const std::string& name, const std::string& text) {
+  std::string dir = test::scratch_dir("config_" + name);
+  std::string path = dir + "/c.yaml";
+  std::ofstream(path) << text;
+  return path;
+}
+
+std::string error_of(const ConfigSchema& s, const std::string& file, std::vector<std::string> ov) {
+  try {
+    Config::load(s, file, ov);
+  } catch (const UsageError& e) {
+    return e.what();
+  }
+  return "";
+}
+}  // namespace
+
+TEST(Config, DefaultsFileAndOverridesApplyInOrder) {
+  auto s = small_schema();
+  auto path = write_yaml("order", "train:\n  batch: 64\n  model: mlp\n");
+  Config c = Config::load(s, path, {"train.batch=32", "train.nesterov=true", "sweep.batches=[16,32,64]"});
+  EXPECT_EQ(c.get_int("train.batch"), 32);
+  EXPECT_EQ(c.get_string("train.model"), "mlp");
+  EXPECT_DOUBLE_EQ(c.get_float("train.lr"), 0.1);
+  EXPECT_TRUE(c.get_bool("train.nesterov"));
+  EXPECT_EQ(c.get_int_list("sweep.batches"), (std::vector<int64_t>{16, 32, 64}));
+}
+
+TEST(Config, UnknownKeyIsNamedWithItsFile) {
+  auto s = small_schema();
+  auto path = write_yaml("unknown", "train:\n  batchsize: 64\n");
+  std::string err = error_of(s, path, {});
+  EXPECT_NE(err.find("unknown key 'train.batchsize'"), std::string::npos) << err;
+  EXPECT_NE(err.find(path), std::string::npos) << err;
+  EXPECT_NE(error_of(s, "", {"nope.x=1"}).find("unknown key 'nope.x'"), std::string::npos);
+}
+
+TEST(Config, WrongTypeAndRangeAreErrorsNamingTheKey) {
+  auto s = small_schema();
+  EXPECT_NE(error_of(s, "", {"train.batch=abc"}).find("'train.batch'"), std::string::npos);
+  EXPECT_NE(error_of(s, "", {"train.batch=2.5"}).find("expected an integer"), std::string::npos);
+  EXPECT_NE(error_of(s, "", {"train.batch=0"}).find("out of range"), std::string::npos);
+  EXPECT_NE(error_of(s, "", {"train.lr=11"}).find("expected <= 10"), std::string::npos);
+  EXPECT_NE(error_of(s, "", {"train.model=vgg"}).find("not one of"), std::string::npos);
+  EXPECT_NE(error_of(s, "", {"train.nesterov=maybe"}).find("true or false"), std::string::npos);
+  EXPECT_NE(error_of(s, "", {"sweep.batches=[1,-2]"}).find("out of range"), std::string::npos);
+  EXPECT_NE(error_of(s, "", {"train.batch"}).find("expected key.path=value"), std::string::npos);
+  EXPECT_NE(error_of(s, "/nonexistent.yaml", {}).find("cannot open"), std::string::npos);
+  auto bad = write_yaml("badyaml", "train: [1, 2\n");
+  EXPECT_NE(error_of(s, bad, {}).find("invalid YAML"), std::string::npos);
+}
+
+TEST(Config, ResolvedYamlRoundTrips) {
+  auto s = small_schema();
+  Config a = Config::load(s, "", {"train.batch=7", "sweep.grid.arm=[full,random]"});
+  Config b = Config::from_yaml_text(s, a.to_yaml(), "roundtrip");
+  EXPECT_EQ(a.to_yaml(), b.to_yaml());
+  EXPECT_EQ(b.get_int("train.batch"), 7);
+  EXPECT_EQ(b.get_tree("sweep.grid")["arm"].size(), 2u);
+}
+
+TEST(Config, PipelineSchemaHasEverySectionAndLoadsShippedConfigs) {
+  const ConfigSchema& s = pipeline_schema();
+  EXPECT_NE(s.find("run.dir"), nullptr);
+  EXPECT_NE(s.find("data.source"), nullptr);
+  std::string src = std::getenv("SIEVE_SOURCE_DIR") ? std::getenv("SIEVE_SOURCE_DIR") : ".";
+  for (const char* name : {"quickstart.yaml"}) {
+    std::string path = src + "/configs/" + name;
+    if (!std::ifstream(path)) continue;
+    EXPECT_NO_THROW(Config::load(s, path, {})) << path;
+  }
+}
