@@ -41,7 +41,8 @@ int run_tool(int argc, char** argv, const ToolSpec& spec, const FlagAdder& add_f
       ("config,c", po::value<std::string>(), "YAML config file")
       ("set,s", po::value<std::vector<std::string>>()->composing(),
        "override one config key: --set key.path=value (repeatable)")
-      ("overwrite", "replace existing outputs");
+      ("overwrite", "replace existing outputs")
+      ("get", po::value<std::string>(), "print the resolved value of one config key and exit");
   po::options_description own(spec.name + " options");
   if (add_flags) add_flags(own);
   po::options_description all;
@@ -83,6 +84,36 @@ int run_tool(int argc, char** argv, const ToolSpec& spec, const FlagAdder& add_f
     return e.exit_code();
   }
   ctx.overwrite = ctx.flags.count("overwrite") > 0;
+  if (ctx.flags.count("get")) {
+    // For scripts: the value as the programs see it (defaults + file + --set).
+    std::string key = ctx.flag("get");
+    try {
+      YAML::Node root = YAML::Load(ctx.cfg.to_yaml());
+      YAML::Node cur = root;
+      size_t start = 0;
+      while (true) {
+        size_t dot = key.find('.', start);
+        std::string part = key.substr(start, dot == std::string::npos ? dot : dot - start);
+        if (!cur.IsMap() || !cur[part]) throw UsageError(cat("--get ", key, ": unknown key"));
+        cur.reset(cur[part]);
+        if (dot == std::string::npos) break;
+        start = dot + 1;
+      }
+      if (comm.is_root()) {
+        if (cur.IsScalar()) {
+          std::cout << cur.Scalar() << "\n";
+        } else {
+          YAML::Emitter e;
+          e << YAML::Flow << cur;
+          std::cout << e.c_str() << "\n";
+        }
+      }
+    } catch (const Error& e) {
+      if (comm.is_root()) log::error(e.what());
+      return e.exit_code();
+    }
+    return 0;
+  }
 
   int code = 0;
   try {

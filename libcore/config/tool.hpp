@@ -6,7 +6,8 @@
 //   }
 //
 // Common flags: --config FILE.yaml, --set key.path=value (repeatable), --overwrite,
-// --help, --help-config (every key with default, range and meaning), --version.
+// --help, --help-config (every key with default, range and meaning), --version,
+// --get key.path (print one resolved value, for scripts).
 // Errors before the body runs (flags, config) are the same on every rank: rank 0 prints
 // one line and every rank exits 2. An error inside the body is printed by the rank that
 // hit it and ends the whole job (MPI_Abort), so a failed rank never leaves others hanging.

@@ -1,0 +1,45 @@
+# The stage graph of the Sieve pipeline, defined once. Sourced by the local runner
+# (pipelines/run_local.sh) and by the Slurm submitter (slurm/full_pipeline.sh) so that
+# both run the same programs in the same order.
+#
+# Each stage: name, program, kind, and whether it trains (training stages get the Slurm
+# pre-timeout signal and --requeue, and resume from their checkpoints when requeued).
+#   kind=single : one MPI job
+#   kind=array  : one job per sweep index (train_scaled --sweep-size tells how many)
+# Every stage depends on the stage before it (a chain); a stage reads the previous stages'
+# outputs from run.dir (see config/sections.hpp RunPaths and docs/formats.md).
+
+SIEVE_STAGES=(shard pretrain features embed filter sweep report)
+
+declare -A SIEVE_STAGE_TOOL=(
+  [shard]=shard_dataset
+  [pretrain]=pretrain
+  [features]=extract_features
+  [embed]=reduce_dims
+  [filter]=cluster_filter
+  [sweep]=train_scaled
+  [report]=report
+)
+declare -A SIEVE_STAGE_KIND=(
+  [shard]=single [pretrain]=single [features]=single [embed]=single
+  [filter]=single [sweep]=array [report]=single
+)
+declare -A SIEVE_STAGE_TRAINS=(
+  [shard]=0 [pretrain]=1 [features]=0 [embed]=0 [filter]=0 [sweep]=1 [report]=0
+)
+
+# sieve_stage_args STAGE: extra arguments a stage always gets.
+sieve_stage_args() {
+  case "$1" in
+    report) echo "" ;;
+    *) echo "" ;;
+  esac
+}
+
+# sieve_config_value CONFIG KEY [--set ...]: a resolved config value, read through a tool
+# so that defaults and overrides apply exactly as the programs see them.
+sieve_config_value() {
+  local config="$1" key="$2"
+  shift 2
+  shard_dataset --config "$config" "$@" --get "$key"
+}
