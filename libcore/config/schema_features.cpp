@@ -2,9 +2,10 @@
 
 namespace sieve {
 
-// Keys of the 'features' section: see the owning tool's --help-config.
+// Keys of the 'features' section: extract_features.
 void add_features_keys(ConfigSchema& s) {
-  (void)s;
+  s.add_int("features.batch", 256, "samples per forward pass (per rank)", 1);
+  s.add_bool("features.test", true, "also extract the test split");
 }
 
 }  // namespace sieve

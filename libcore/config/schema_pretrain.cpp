@@ -2,9 +2,61 @@
 
 namespace sieve {
 
-// Keys of the 'pretrain' section: see the owning tool's --help-config.
+// The keys shared by every training section (pretrain.*, scaled.*): model, optimizer,
+// schedule, batch, checkpoints. Declared once here so both stages stay in step; the
+// trainer (libcore/train/train_config.cpp) reads them under the same prefix.
+void add_trainer_keys(ConfigSchema& s, const std::string& p, const std::string& arch,
+                      int64_t epochs, int64_t global_batch, double lr) {
+  s.add_string(p + ".model.arch", arch, "network architecture",
+               {"mlp", "resnet18", "resnet34", "resnet50", "resnet101", "resnet152"});
+  s.add_float(p + ".model.width", 1.0,
+              "ResNet width multiplier of the base widths 64,128,256,512 (1 = torchvision)",
+              0.01, 64.0);
+  s.add_string(p + ".model.stem", "cifar",
+               "ResNet stem: cifar (3x3 conv, no max-pool) or imagenet (7x7/2 conv + max-pool)",
+               {"cifar", "imagenet"});
+  s.add_int_list(p + ".model.hidden", {256}, "MLP: hidden layer sizes", 1);
+  s.add_int(p + ".epochs", epochs, "training epochs", 1);
+  s.add_int(p + ".global_batch", global_batch,
+            "global batch size (all ranks together; per-rank batch = global_batch / ranks)", 1);
+  s.add_int(p + ".micro_batch", 0,
+            "largest per-rank micro-batch held in memory at once; a larger per-rank batch is "
+            "split and its gradients accumulated (0: no limit)",
+            0);
+  s.add_int(p + ".seed", 0, "training seed (0: derived from run.seed)", 0);
+  s.add_bool(p + ".augment", true, "random crop (padding 4) + horizontal flip for images");
+  s.add_float(p + ".label_smoothing", 0.0, "label smoothing of the cross-entropy", 0.0, 0.99);
+  s.add_float(p + ".optimizer.lr", lr, "base learning rate (at schedule.ref_batch)", 0.0);
+  s.add_float(p + ".optimizer.momentum", 0.9, "SGD momentum", 0.0, 0.9999);
+  s.add_bool(p + ".optimizer.nesterov", true, "Nesterov momentum");
+  s.add_float(p + ".optimizer.weight_decay", 5e-4, "weight decay", 0.0);
+  s.add_bool(p + ".optimizer.decoupled", false,
+             "decoupled weight decay (w -= lr*wd*w) instead of L2 added to the gradient");
+  s.add_bool(p + ".optimizer.decay_bn_bias", false, "apply weight decay to BN and bias parameters");
+  s.add_bool(p + ".optimizer.lars", false,
+             "LARS: per-layer trust ratio eta*|w|/(|g|+wd*|w|) (BN and bias excluded)");
+  s.add_float(p + ".optimizer.lars_eta", 0.001, "LARS trust coefficient", 0.0);
+  s.add_int(p + ".schedule.ref_batch", 0,
+            "reference batch of optimizer.lr for linear scaling lr*global_batch/ref_batch "
+            "(0: no scaling)",
+            0);
+  s.add_float(p + ".schedule.warmup_epochs", 0.0,
+              "gradual warm-up (epochs): LR rises linearly from ~0 to the scaled LR", 0.0);
+  s.add_string(p + ".schedule.decay", "cosine", "LR decay after warm-up",
+               {"none", "step", "cosine"});
+  s.add_int_list(p + ".schedule.milestones", {}, "step decay: epochs where LR *= gamma", 0);
+  s.add_float(p + ".schedule.gamma", 0.1, "step decay factor", 0.0, 1.0);
+  s.add_int(p + ".checkpoint.every_steps", 0, "checkpoint every N optimizer steps (0: off)", 0);
+  s.add_int(p + ".checkpoint.every_epochs", 1, "checkpoint every N epochs (0: off)", 0);
+  s.add_int(p + ".checkpoint.keep", 2, "checkpoints kept (oldest removed)", 1);
+  s.add_int(p + ".eval_batch", 256, "batch size for evaluation", 1);
+  s.add_int(p + ".eval_every", 1, "evaluate the test split every N epochs (0: only at the end)",
+            0);
+}
+
+// Keys of the 'pretrain' section: the feature extractor (tools/pretrain).
 void add_pretrain_keys(ConfigSchema& s) {
-  (void)s;
+  add_trainer_keys(s, "pretrain", "resnet18", 30, 256, 0.1);
 }
 
 }  // namespace sieve

@@ -2,9 +2,20 @@
 
 namespace sieve {
 
-// Keys of the 'scaled' section: see the owning tool's --help-config.
+void add_trainer_keys(ConfigSchema& s, const std::string& p, const std::string& arch,
+                      int64_t epochs, int64_t global_batch, double lr);
+
+// Keys of the 'scaled' section: the large-batch retraining (tools/train_scaled) and its
+// sweep grid. Model/optimizer/schedule keys are the same as pretrain's.
 void add_scaled_keys(ConfigSchema& s) {
-  (void)s;
+  add_trainer_keys(s, "scaled", "resnet18", 30, 256, 0.1);
+  s.add_string("scaled.arm", "full",
+               "training data: full, filtered (filter /keep) or random (filter /random_keep)",
+               {"full", "filtered", "random"});
+  s.add_tree("scaled.sweep",
+             "sweep grid: key -> list of values (keys: global_batch, arm, seed, weight_decay, "
+             "lr, or any scaled.* key path); expanded as a cartesian product, see "
+             "docs/training.md");
 }
 
 }  // namespace sieve

@@ -1,0 +1,55 @@
+// Checkpoints (sieve.checkpoint/1) and final model files (sieve.model/1).
+//
+// Layout (docs/formats.md): /state/<torchvision name> for every parameter (with its shape)
+// and buffer; /optimizer/<name> momentum for every parameter; root attrs describing the
+// model (arch, width, stem, num_classes, input_shape, feature_dim, feature_layer,
+// mlp_hidden, in_features); group /progress with attrs epoch, step_in_epoch, step, seed
+// (the RNG state: every draw in training is a pure function of seed, epoch, step and
+// sample id), elapsed, and the partial-epoch train statistics; root attr `done` = 1 written
+// last. Files are written by rank 0 through AtomicOutput (temp name + rename), so a file
+// named ckpt-<step>.h5 is complete; `done` also guards against copies truncated elsewhere.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "comm/comm.hpp"
+#include "nn/model.hpp"
+#include "train/optimizer.hpp"
+
+namespace sieve::train {
+
+struct TrainState {
+  int64_t epoch = 0;          // current epoch (0-based)
+  int64_t step_in_epoch = 0;  // next step inside the epoch
+  int64_t step = 0;           // optimizer steps done in total
+  uint64_t seed = 0;
+  double elapsed_s = 0;       // training time before this process
+  double loss_sum = 0;        // partial epoch: sum of per-sample loss (global)
+  int64_t correct = 0, seen = 0;
+};
+
+// Write a checkpoint (collective: every rank calls; rank 0 writes).
+void save_checkpoint(const std::string& path, nn::Model& model, const SgdOptimizer& opt,
+                     const TrainState& st, const std::string& config_yaml, const Comm& comm);
+// Restore into an already-built model and optimizer (every rank reads). Error naming the
+// file for a wrong schema, an incomplete file or a mismatching parameter.
+TrainState load_checkpoint(const std::string& path, nn::Model& model, SgdOptimizer& opt);
+
+// "dir/ckpt-000000123.h5" for step 123.
+std::string checkpoint_name(const std::string& dir, int64_t step);
+// Newest complete checkpoint in `dir` ("" if none). Rank-local (call on one rank + bcast).
+std::string latest_checkpoint(const std::string& dir);
+// Remove all but the newest `keep` checkpoints (rank-local).
+void prune_checkpoints(const std::string& dir, int64_t keep);
+
+// Final model file (sieve.model/1): /state + model attrs. Collective; rank 0 writes.
+void save_model(const std::string& path, nn::Model& model, const std::string& config_yaml,
+                bool overwrite, const Comm& comm);
+// Rebuild the model described by a model file and load its weights.
+std::unique_ptr<nn::Model> load_model(const std::string& path);
+
+// Helpers shared with tests: a model's parameters as ParamSlices.
+std::vector<ParamSlice> param_slices(const nn::Model& model);
+
+}  // namespace sieve::train

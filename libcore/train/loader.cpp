@@ -1,0 +1,203 @@
+#include "train/loader.hpp"
+
+#include <algorithm>
+#include <unordered_map>
+
+#include "io/h5.hpp"
+#include "io/schemas.hpp"
+
+namespace sieve::train {
+
+uint64_t mix64(uint64_t x) {
+  x += 0x9e3779b97f4a7c15ULL;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+  return x ^ (x >> 31);
+}
+
+DatasetMeta read_dataset_meta(const std::string& path) {
+  h5::File f = h5::File::open(path);
+  h5::require_schema(f, schema::kDataset);
+  DatasetMeta m;
+  m.num_classes = int(f.attr_int("/", "num_classes"));
+  m.mean = f.attr_doubles("/", "mean");
+  m.std = f.attr_doubles("/", "std");
+  m.kind = f.has_attr("/", "kind") ? f.attr_string("/", "kind")
+                                   : (f.exists("/train/images") ? "image" : "tabular");
+  SIEVE_CHECK(m.num_classes >= 2, path, ": attr num_classes: expected >= 2, found ",
+              m.num_classes);
+  return m;
+}
+
+bool has_split(const std::string& path, const std::string& split) {
+  h5::File f = h5::File::open(path);
+  return f.exists("/" + split + "/labels");
+}
+
+SplitData read_split(const std::string& path, const std::string& split) {
+  h5::File f = h5::File::open(path);
+  h5::require_schema(f, schema::kDataset);
+  SplitData d;
+  const std::string g = "/" + split;
+  auto ldims = f.require<int32_t>(g + "/labels", 1);
+  d.n = int64_t(ldims[0]);
+  d.image = f.exists(g + "/images");
+  // Few large reads: blocks of ~64 MiB of rows each.
+  auto read_blocks = [&](auto* out, const std::string& name, size_t row_elems) {
+    using T = std::remove_pointer_t<decltype(out)>;
+    const hsize_t rows_per = std::max<hsize_t>(1, (64u << 20) / std::max<size_t>(1, row_elems * sizeof(T)));
+    for (hsize_t r = 0; r < hsize_t(d.n); r += rows_per) {
+      hsize_t cnt = std::min<hsize_t>(rows_per, hsize_t(d.n) - r);
+      f.read_rows<T>(name, r, cnt, out + r * row_elems);
+    }
+  };
+  if (d.image) {
+    auto dims = f.require<uint8_t>(g + "/images", 4);
+    SIEVE_CHECK(int64_t(dims[0]) == d.n, path, ": ", g, "/images has ", dims[0],
+                " rows but labels has ", d.n);
+    d.h = int(dims[1]);
+    d.w = int(dims[2]);
+    d.c = int(dims[3]);
+    d.images.resize(size_t(d.n) * d.h * d.w * d.c);
+    read_blocks(d.images.data(), g + "/images", size_t(d.h) * d.w * d.c);
+  } else {
+    SIEVE_CHECK(f.exists(g + "/features"), path, ": ", g,
+                ": expected /images uint8 [N,H,W,C] or /features float32 [N,F]");
+    auto dims = f.require<float>(g + "/features", 2);
+    SIEVE_CHECK(int64_t(dims[0]) == d.n, path, ": ", g, "/features has ", dims[0],
+                " rows but labels has ", d.n);
+    d.f = int(dims[1]);
+    d.features.resize(size_t(d.n) * d.f);
+    read_blocks(d.features.data(), g + "/features", size_t(d.f));
+  }
+  d.labels = f.read_all<int32_t>(g + "/labels");
+  f.require<int64_t>(g + "/sample_id", 1);
+  d.sample_id = f.read_all<int64_t>(g + "/sample_id");
+  SIEVE_CHECK(int64_t(d.sample_id.size()) == d.n, path, ": ", g, "/sample_id has ",
+              d.sample_id.size(), " rows, expected ", d.n);
+  return d;
+}
+
+std::vector<int64_t> read_keep_indices(const std::string& filter_path, const std::string& which,
+                                       const std::vector<int64_t>& ids) {
+  h5::File f = h5::File::open(filter_path);
+  h5::require_schema(f, schema::kFilter);
+  auto kd = f.require<uint8_t>("/" + which, 1);
+  auto sd = f.require<int64_t>("/sample_id", 1);
+  SIEVE_CHECK(kd[0] == sd[0], filter_path, ": /", which, " has ", kd[0],
+              " rows but /sample_id has ", sd[0]);
+  auto keep = f.read_all<uint8_t>("/" + which);
+  auto sid = f.read_all<int64_t>("/sample_id");
+  std::unordered_map<int64_t, uint8_t> by_id;
+  by_id.reserve(sid.size());
+  for (size_t i = 0; i < sid.size(); ++i) by_id[sid[i]] = keep[i];
+  SIEVE_CHECK(sid.size() == ids.size(), filter_path, ": filter has ", sid.size(),
+              " samples but the dataset's train split has ", ids.size(),
+              " (filter made from another dataset?)");
+  std::vector<int64_t> out;
+  for (size_t i = 0; i < ids.size(); ++i) {
+    auto it = by_id.find(ids[i]);
+    SIEVE_CHECK(it != by_id.end(), filter_path, ": sample_id ", ids[i],
+                " of the dataset is missing from /sample_id (filter made from another dataset?)");
+    if (it->second) out.push_back(int64_t(i));
+  }
+  SIEVE_CHECK(!out.empty(), filter_path, ": /", which, " keeps no sample");
+  return out;
+}
+
+Sampler::Sampler(std::vector<int64_t> active, int64_t global_batch, uint64_t seed)
+    : active_(std::move(active)), global_(global_batch), seed_(seed) {
+  SIEVE_CHECK(!active_.empty(), "sampler: no training samples");
+  const int64_t n = int64_t(active_.size());
+  batch_ = std::min(global_, n);
+  steps_ = std::max<int64_t>(1, n / global_);
+}
+
+void Sampler::ensure_epoch(int64_t epoch) {
+  if (perm_epoch_ == epoch) return;
+  perm_ = active_;
+  // Fisher-Yates with our own generator: identical on every platform and rank.
+  uint64_t state = mix64(seed_ ^ mix64(uint64_t(epoch) + 0x5151));
+  for (size_t i = perm_.size(); i > 1; --i) {
+    state = mix64(state);
+    size_t j = size_t(state % i);
+    std::swap(perm_[i - 1], perm_[j]);
+  }
+  perm_epoch_ = epoch;
+}
+
+std::vector<int64_t> Sampler::rank_part(int64_t epoch, int64_t step, int rank, int size) {
+  ensure_epoch(epoch);
+  Range r = block_range(batch_, rank, size);
+  const int64_t base = step * batch_;
+  return std::vector<int64_t>(perm_.begin() + base + r.begin, perm_.begin() + base + r.end);
+}
+
+void make_batch(const SplitData& d, const DatasetMeta& meta, const int64_t* idx, int n,
+                bool augment, uint64_t seed, int64_t epoch, Batch* out) {
+  const size_t per = d.sample_floats();
+  out->n = n;
+  out->x.assign(size_t(n) * per, 0.0f);
+  out->y.resize(size_t(n));
+  for (int i = 0; i < n; ++i) {
+    const int64_t s = idx[i];
+    out->y[i] = d.labels[size_t(s)];
+    float* dst = out->x.data() + size_t(i) * per;
+    if (!d.image) {
+      const float* src = d.features.data() + size_t(s) * d.f;
+      for (int j = 0; j < d.f; ++j) {
+        const double sd = j < int(meta.std.size()) && meta.std[j] > 0 ? meta.std[j] : 1.0;
+        const double mu = j < int(meta.mean.size()) ? meta.mean[j] : 0.0;
+        dst[j] = float((src[j] - mu) / sd);
+      }
+      continue;
+    }
+    int dy = 0, dx = 0;
+    bool flip = false;
+    if (augment) {
+      uint64_t r = mix64(seed ^ mix64(uint64_t(epoch) * 0x100000001b3ULL ^
+                                      mix64(uint64_t(d.sample_id[size_t(s)]))));
+      dy = int(r % 9) - 4;
+      dx = int((r >> 8) % 9) - 4;
+      flip = ((r >> 16) & 1) != 0;
+    }
+    const uint8_t* src = d.images.data() + size_t(s) * d.h * d.w * d.c;
+    for (int c = 0; c < d.c; ++c) {
+      const float mu = float(c < int(meta.mean.size()) ? meta.mean[c] : 0.0);
+      const float sd = float(c < int(meta.std.size()) && meta.std[c] > 0 ? meta.std[c] : 1.0);
+      const float zero = (0.0f - mu) / sd;  // padding is black, as torchvision's pad=0
+      float* plane = dst + size_t(c) * d.h * d.w;
+      for (int y = 0; y < d.h; ++y) {
+        const int sy = y + dy;
+        for (int x = 0; x < d.w; ++x) {
+          const int xx = flip ? d.w - 1 - x : x;
+          const int sx = xx + dx;
+          float v = zero;
+          if (sy >= 0 && sy < d.h && sx >= 0 && sx < d.w)
+            v = (float(src[(size_t(sy) * d.w + sx) * d.c + c]) / 255.0f - mu) / sd;
+          plane[size_t(y) * d.w + x] = v;
+        }
+      }
+    }
+  }
+}
+
+Prefetcher::~Prefetcher() {
+  if (fut_.valid()) fut_.wait();
+}
+
+void Prefetcher::request(std::vector<int64_t> idx, bool augment, uint64_t seed, int64_t epoch) {
+  SIEVE_ASSERT(!fut_.valid(), "one prefetch at a time");
+  fut_ = std::async(std::launch::async, [this, idx = std::move(idx), augment, seed, epoch] {
+    Batch b;
+    make_batch(d_, meta_, idx.data(), int(idx.size()), augment, seed, epoch, &b);
+    return b;
+  });
+}
+
+Batch Prefetcher::take() {
+  SIEVE_ASSERT(fut_.valid(), "take() without request()");
+  return fut_.get();
+}
+
+}  // namespace sieve::train

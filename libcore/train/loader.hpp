@@ -1,0 +1,105 @@
+// Training data: the dataset split in memory, the rank-count-independent distributed
+// sampler, augmentation, and batch assembly with a one-batch prefetch thread.
+//
+// Reading: every rank reads the whole split once, in a few large sequential row-block
+// reads (images are uint8, so CIFAR-10 is 150 MB). A per-epoch global permutation touches
+// every sample from every rank over an epoch, so holding the split is what makes the
+// sample order independent of the rank count; sharded inputs (virtual datasets) read the
+// same way.
+//
+// Order: epoch e uses permutation P_e = shuffle(active samples, seed, e). Global batch b of
+// the epoch is P_e[b*G, (b+1)*G); rank r of R takes the contiguous part block_range(G, r, R)
+// of it. So the multiset of samples per step, and the order of samples inside the global
+// batch, do not depend on R. Augmentation draws come from hash(seed, epoch, sample_id), so
+// a sample is cropped/flipped identically whichever rank processes it.
+#pragma once
+#include <cstdint>
+#include <future>
+#include <string>
+#include <vector>
+
+#include "comm/comm.hpp"
+
+namespace sieve::train {
+
+// One split ("train" or "test") of a dataset file, in memory.
+struct SplitData {
+  bool image = true;
+  int64_t n = 0;
+  int h = 0, w = 0, c = 0;  // images: [n,h,w,c] uint8 NHWC
+  int f = 0;                // tabular: [n,f] float32
+  std::vector<uint8_t> images;
+  std::vector<float> features;
+  std::vector<int32_t> labels;      // [n]
+  std::vector<int64_t> sample_id;   // [n]
+  size_t sample_floats() const { return image ? size_t(c) * h * w : size_t(f); }
+};
+
+struct DatasetMeta {
+  int num_classes = 0;
+  std::vector<double> mean, std;  // per channel (0..1 units) or per feature
+  std::string kind;               // image | tabular
+};
+
+DatasetMeta read_dataset_meta(const std::string& path);
+// Whole split; Error naming file/dataset for a wrong schema, type or shape.
+SplitData read_split(const std::string& path, const std::string& split);
+bool has_split(const std::string& path, const std::string& split);
+
+// Keep-mask from a filter file (`which` = "keep" or "random_keep"), joined on sample_id
+// against `ids`. Returns the indices (into ids) to keep. Error when a dataset sample has no
+// entry in the filter file or the filter lists unknown ids.
+std::vector<int64_t> read_keep_indices(const std::string& filter_path, const std::string& which,
+                                       const std::vector<int64_t>& ids);
+
+// Stable 64-bit mix (splitmix64) used for every seeded draw in training.
+uint64_t mix64(uint64_t x);
+
+class Sampler {
+ public:
+  // `active`: indices into the split that take part (all, or a keep-mask's survivors).
+  // Steps per epoch: floor(active/G) (last partial batch dropped), but at least 1 step of
+  // min(G, active) samples so a global batch larger than the data still trains.
+  Sampler(std::vector<int64_t> active, int64_t global_batch, uint64_t seed);
+  int64_t steps_per_epoch() const { return steps_; }
+  int64_t batch_size() const { return batch_; }  // samples per step (= min(G, active))
+  int64_t num_active() const { return int64_t(active_.size()); }
+  // This rank's contiguous part of global batch `step` of `epoch` (indices into the split).
+  std::vector<int64_t> rank_part(int64_t epoch, int64_t step, int rank, int size);
+
+ private:
+  void ensure_epoch(int64_t epoch);
+  std::vector<int64_t> active_, perm_;
+  int64_t global_, batch_, steps_;
+  uint64_t seed_;
+  int64_t perm_epoch_ = -1;
+};
+
+struct Batch {
+  int n = 0;
+  std::vector<float> x;        // [n, C, H, W] NCHW normalised (or [n, F])
+  std::vector<int32_t> y;      // [n]
+};
+
+// Assemble samples `idx` into a batch: random crop (pad 4, zero padding) + horizontal flip
+// when `augment` (images only), then (x/255 - mean)/std per channel (tabular: per feature).
+void make_batch(const SplitData& d, const DatasetMeta& meta, const int64_t* idx, int n,
+                bool augment, uint64_t seed, int64_t epoch, Batch* out);
+
+// Builds batches on a background thread one ahead of the consumer (pure CPU work; the
+// thread never calls MPI). request() queues a job; take() waits for the oldest one.
+class Prefetcher {
+ public:
+  Prefetcher(const SplitData& d, const DatasetMeta& meta) : d_(d), meta_(meta) {}
+  ~Prefetcher();
+  void request(std::vector<int64_t> idx, bool augment, uint64_t seed, int64_t epoch);
+  Batch take();
+  bool pending() const { return fut_.valid(); }
+
+ private:
+  const SplitData& d_;
+  const DatasetMeta& meta_;
+  std::future<Batch> fut_;
+};
+
+}  // namespace sieve::train

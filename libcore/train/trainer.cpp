@@ -1,0 +1,359 @@
+#include "train/trainer.hpp"
+
+#include <mpi.h>
+
+#include <chrono>
+#include <cmath>
+#include <csignal>
+#include <cstdlib>
+#include <filesystem>
+
+#include "train/reducer.hpp"
+#include "util/log.hpp"
+
+namespace sieve::train {
+
+namespace {
+volatile std::sig_atomic_t g_stop = 0;
+extern "C" void on_stop_signal(int) { g_stop = 1; }
+
+double now_s() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+}  // namespace
+
+bool stop_signal_seen() { return g_stop != 0; }
+
+void install_stop_handlers() {
+  struct sigaction sa {};
+  sa.sa_handler = on_stop_signal;
+  sigemptyset(&sa.sa_mask);
+  sa.sa_flags = SA_RESTART;
+  sigaction(SIGUSR1, &sa, nullptr);
+  sigaction(SIGTERM, &sa, nullptr);
+}
+
+void exit_for_requeue(const Comm& comm, const std::string& checkpoint) {
+  log::info(cat("stop signal: checkpoint ", checkpoint,
+                " written; exiting with code 75 (continue with --resume)"));
+  comm.barrier();
+  MPI_Finalize();
+  std::exit(kExitRequeue);
+}
+
+TrainOptions read_train_options(const Config& cfg, const std::string& p) {
+  TrainOptions o;
+  o.spec.arch = cfg.get_string(p + ".model.arch");
+  o.spec.width = cfg.get_float(p + ".model.width");
+  o.spec.stem = cfg.get_string(p + ".model.stem");
+  o.spec.mlp_hidden.clear();
+  for (auto h : cfg.get_int_list(p + ".model.hidden")) o.spec.mlp_hidden.push_back(int(h));
+  o.epochs = cfg.get_int(p + ".epochs");
+  o.global_batch = cfg.get_int(p + ".global_batch");
+  o.micro_batch = cfg.get_int(p + ".micro_batch");
+  int64_t seed = cfg.get_int(p + ".seed");
+  o.seed = seed > 0 ? uint64_t(seed) : mix64(uint64_t(cfg.get_int("run.seed")) ^ mix64(p.size()));
+  o.augment = cfg.get_bool(p + ".augment");
+  o.label_smoothing = float(cfg.get_float(p + ".label_smoothing"));
+  o.opt.momentum = cfg.get_float(p + ".optimizer.momentum");
+  o.opt.nesterov = cfg.get_bool(p + ".optimizer.nesterov");
+  o.opt.weight_decay = cfg.get_float(p + ".optimizer.weight_decay");
+  o.opt.decoupled = cfg.get_bool(p + ".optimizer.decoupled");
+  o.opt.decay_bn_bias = cfg.get_bool(p + ".optimizer.decay_bn_bias");
+  o.opt.lars = cfg.get_bool(p + ".optimizer.lars");
+  o.opt.lars_eta = cfg.get_float(p + ".optimizer.lars_eta");
+  o.sched.base_lr = cfg.get_float(p + ".optimizer.lr");
+  o.sched.ref_batch = cfg.get_int(p + ".schedule.ref_batch");
+  o.sched.warmup_epochs = cfg.get_float(p + ".schedule.warmup_epochs");
+  o.sched.decay = parse_decay(cfg.get_string(p + ".schedule.decay"));
+  o.sched.milestones = cfg.get_int_list(p + ".schedule.milestones");
+  o.sched.gamma = cfg.get_float(p + ".schedule.gamma");
+  o.ckpt_every_steps = cfg.get_int(p + ".checkpoint.every_steps");
+  o.ckpt_every_epochs = cfg.get_int(p + ".checkpoint.every_epochs");
+  o.ckpt_keep = cfg.get_int(p + ".checkpoint.keep");
+  o.eval_batch = cfg.get_int(p + ".eval_batch");
+  o.eval_every = cfg.get_int(p + ".eval_every");
+  return o;
+}
+
+Trainer::Trainer(const Comm& comm, TrainOptions opt, const SplitData& train,
+                 const SplitData* test, const DatasetMeta& meta, std::vector<int64_t> active,
+                 std::string ckpt_dir, std::string metrics_path, std::string config_yaml)
+    : comm_(comm),
+      o_(std::move(opt)),
+      train_(train),
+      test_(test),
+      meta_(meta),
+      sampler_(std::move(active), o_.global_batch, o_.seed),
+      ckpt_dir_(std::move(ckpt_dir)),
+      metrics_path_(std::move(metrics_path)),
+      config_yaml_(std::move(config_yaml)) {
+  nn::ModelSpec& s = o_.spec;
+  s.num_classes = meta.num_classes;
+  if (train.image) {
+    s.in_channels = train.c;
+    s.in_height = train.h;
+    s.in_width = train.w;
+    s.in_features = 0;
+  } else {
+    s.in_features = train.f;
+  }
+  SIEVE_CHECK(sampler_.batch_size() >= comm.size(), "global batch of ", sampler_.batch_size(),
+              " samples is smaller than the ", comm.size(),
+              " ranks: every rank needs at least one sample per step");
+  model_ = nn::make_model(s);
+  nn::init_params(*model_, o_.seed);
+  opt_ = std::make_unique<SgdOptimizer>(param_slices(*model_), model_->num_params(), o_.opt);
+  o_.sched.global_batch = sampler_.batch_size();
+  o_.sched.epochs = o_.epochs;
+  o_.sched.steps_per_epoch = sampler_.steps_per_epoch();
+}
+
+Trainer::~Trainer() = default;
+
+void Trainer::broadcast_state() {
+  comm_.bcast(model_->params(), model_->num_params());
+  for (auto& b : model_->buffers()) comm_.bcast(b.data, b.size);
+}
+
+void Trainer::checkpoint(const TrainState& st) {
+  const std::string path = checkpoint_name(ckpt_dir_, st.step);
+  save_checkpoint(path, *model_, *opt_, st, config_yaml_, comm_);
+  if (comm_.is_root()) prune_checkpoints(ckpt_dir_, o_.ckpt_keep);
+}
+
+std::pair<double, double> Trainer::evaluate(const SplitData& d) {
+  Range r = block_range(d.n, comm_.rank(), comm_.size());
+  double stats[3] = {0, 0, 0};  // loss sum, correct, n
+  Batch b;
+  std::vector<int64_t> idx;
+  for (int64_t i = r.begin; i < r.end; i += o_.eval_batch) {
+    const int n = int(std::min<int64_t>(o_.eval_batch, r.end - i));
+    idx.resize(size_t(n));
+    for (int j = 0; j < n; ++j) idx[size_t(j)] = i + j;
+    make_batch(d, meta_, idx.data(), n, false, 0, 0, &b);
+    const float* logits = model_->forward(b.x.data(), n, false);
+    int correct = 0;
+    double loss = nn::softmax_cross_entropy(logits, b.y.data(), n, model_->num_classes(), 0.0f,
+                                            nullptr, &correct);
+    stats[0] += loss * n;
+    stats[1] += correct;
+    stats[2] += n;
+  }
+  comm_.allreduce_sum(stats, 3);
+  if (stats[2] == 0) return {0.0, 0.0};
+  return {stats[0] / stats[2], stats[1] / stats[2]};
+}
+
+TrainResult Trainer::run(bool resume) {
+  install_stop_handlers();
+  const int64_t steps_per_epoch = sampler_.steps_per_epoch();
+  const int64_t B = sampler_.batch_size();
+  LrSchedule sched(o_.sched);
+  TrainState st;
+  st.seed = o_.seed;
+
+  std::string from;
+  if (resume) {
+    if (comm_.is_root()) from = latest_checkpoint(ckpt_dir_);
+    comm_.bcast_string(from);
+  }
+  if (!from.empty()) {
+    st = load_checkpoint(from, *model_, *opt_);
+    SIEVE_CHECK(st.seed == o_.seed, from, ": checkpoint seed ", st.seed,
+                " differs from the configured seed ", o_.seed);
+    log::info(cat("resuming from ", from, " (epoch ", st.epoch, ", step ", st.step, ")"));
+  } else if (resume) {
+    log::info(cat("--resume: no complete checkpoint in ", ckpt_dir_, "; starting fresh"));
+  }
+  broadcast_state();
+
+  // Metrics: a resumed run keeps the lines of epochs finished before its checkpoint.
+  if (comm_.is_root() && !metrics_path_.empty()) {
+    std::vector<Json> keep;
+    if (!from.empty() && std::filesystem::exists(metrics_path_))
+      for (auto& j : read_json_lines(metrics_path_))
+        if (j.value("epoch", int64_t(1) << 60) < st.epoch + 1) keep.push_back(j);
+    MetricsWriter w(metrics_path_, true, /*truncate=*/true);
+    for (auto& j : keep) w.write(j);
+  }
+  MetricsWriter metrics(metrics_path_, comm_.is_root());
+
+  const int64_t per_rank = block_range(B, comm_.rank(), comm_.size()).size();
+  const int64_t micro = o_.micro_batch > 0 ? std::min(o_.micro_batch, per_rank) : per_rank;
+  const int64_t accum = comm_.allreduce_max((per_rank + micro - 1) / micro);
+
+  std::vector<std::pair<size_t, size_t>> covered;
+  for (const auto& p : model_->param_info()) covered.push_back({p.offset, p.size});
+  GradReducer reducer(comm_, model_->grads(), model_->num_params(), covered);
+  model_->set_grad_ready_hook([&](size_t off, size_t cnt) { reducer.ready(off, cnt); });
+
+  const char* nan_env = std::getenv("SIEVE_DEBUG_NAN_STEP");
+  const int64_t nan_step = nan_env && *nan_env ? std::atoll(nan_env) : -1;
+
+  TrainResult res;
+  res.batch = B;
+  res.per_rank_batch = per_rank;
+  res.accum_steps = accum;
+  res.samples_used = sampler_.num_active();
+  res.peak_lr = sched.peak();
+  res.best_test_acc = -1;
+
+  Prefetcher pf(train_, meta_);
+  // The micro-batch sequence of this rank: (epoch, step, chunk) -> sample indices.
+  auto chunks_of = [&](int64_t e, int64_t s) {
+    std::vector<std::vector<int64_t>> out;
+    auto part = sampler_.rank_part(e, s, comm_.rank(), comm_.size());
+    for (size_t i = 0; i < part.size(); i += size_t(micro))
+      out.emplace_back(part.begin() + i, part.begin() + std::min(part.size(), i + size_t(micro)));
+    return out;
+  };
+
+  const double t0 = now_s() - st.elapsed_s;
+  const double run_start = now_s();
+  const int64_t start_step = st.step;
+  const int64_t total_steps = o_.epochs * steps_per_epoch;
+  log::Progress progress("train", total_steps, "steps", 10.0);
+  std::vector<float> dlogits;
+  double epoch_start = now_s();
+  int64_t epoch_images = 0;
+
+  for (int64_t e = st.epoch; e < o_.epochs; ++e) {
+    epoch_start = now_s();
+    epoch_images = 0;
+    auto chunks = st.step_in_epoch < steps_per_epoch ? chunks_of(e, st.step_in_epoch)
+                                                     : std::vector<std::vector<int64_t>>{};
+    if (!chunks.empty()) pf.request(chunks[0], o_.augment, o_.seed, e);
+    for (int64_t s = st.step_in_epoch; s < steps_per_epoch; ++s) {
+      const double lr = sched.lr_at(st.step);
+      model_->zero_grad();
+      if (comm_.size() > 1)
+        for (auto& b : model_->buffers()) comm_.bcast(b.data, b.size);
+      double stats[4] = {0, 0, 0, 0};  // loss sum, correct, non-finite, stop
+      auto next_chunks = (s + 1 < steps_per_epoch) ? chunks_of(e, s + 1)
+                                                   : std::vector<std::vector<int64_t>>{};
+      for (size_t c = 0; c < chunks.size(); ++c) {
+        Batch b = pf.take();
+        if (c + 1 < chunks.size())
+          pf.request(chunks[c + 1], o_.augment, o_.seed, e);
+        else if (!next_chunks.empty())
+          pf.request(next_chunks[0], o_.augment, o_.seed, e);
+        const int n = b.n;
+        const int k = model_->num_classes();
+        const float* logits = model_->forward(b.x.data(), n, true);
+        dlogits.resize(size_t(n) * k);
+        int correct = 0;
+        double loss = nn::softmax_cross_entropy(logits, b.y.data(), n, k, o_.label_smoothing,
+                                                dlogits.data(), &correct);
+        const float scale = float(double(n) / double(B));
+        for (auto& v : dlogits) v *= scale;
+        if (c + 1 == chunks.size()) reducer.arm();
+        model_->backward(dlogits.data());
+        stats[0] += loss * n;
+        stats[1] += correct;
+      }
+      if (chunks.empty()) reducer.arm();
+      reducer.finish();
+      float* g = model_->grads();
+      if (st.step == nan_step && comm_.is_root()) g[0] = std::nanf("");
+      double gsum = 0;
+      for (size_t i = 0; i < model_->num_params(); ++i) gsum += g[i];
+      stats[2] = std::isfinite(gsum) && std::isfinite(stats[0]) ? 0 : 1;
+      stats[3] = stop_signal_seen() ? 1 : 0;
+      comm_.allreduce_sum(stats, 4);
+      if (stats[2] > 0) {
+        std::string last;
+        if (comm_.is_root()) last = latest_checkpoint(ckpt_dir_);
+        comm_.bcast_string(last);
+        throw Error(cat("divergence at step ", st.step, " (epoch ", e + 1, "): ",
+                        std::isfinite(stats[0]) ? "non-finite gradient" : "non-finite loss",
+                        "; stopped without writing a checkpoint; last good checkpoint: ",
+                        last.empty() ? "none" : last));
+      }
+      opt_->step(model_->params(), g, lr);
+      ++st.step;
+      st.step_in_epoch = s + 1;
+      st.loss_sum += stats[0];
+      st.correct += int64_t(stats[1]);
+      st.seen += B;
+      epoch_images += B;
+      chunks = std::move(next_chunks);
+      progress.update(st.step);
+      const bool stop = stats[3] > 0;
+      if (stop || (o_.ckpt_every_steps > 0 && st.step % o_.ckpt_every_steps == 0 &&
+                   s + 1 < steps_per_epoch)) {
+        st.elapsed_s = now_s() - t0;
+        checkpoint(st);
+        if (stop) throw StopRequested{checkpoint_name(ckpt_dir_, st.step)};
+      }
+    }
+    // End of epoch: statistics, evaluation, metrics, checkpoint.
+    const double train_loss = st.seen ? st.loss_sum / double(st.seen) : 0.0;
+    const double train_acc = st.seen ? double(st.correct) / double(st.seen) : 0.0;
+    const double epoch_time = now_s() - epoch_start;
+    Json rec;
+    rec["epoch"] = e + 1;
+    rec["step"] = st.step;
+    rec["lr"] = sched.lr_at(std::max<int64_t>(0, st.step - 1));
+    rec["train_loss"] = train_loss;
+    rec["train_acc"] = train_acc;
+    const bool do_eval =
+        test_ && test_->n > 0 &&
+        ((o_.eval_every > 0 && (e + 1) % o_.eval_every == 0) || e + 1 == o_.epochs);
+    const double elapsed = now_s() - t0;
+    if (do_eval) {
+      auto [tl, ta] = evaluate(*test_);
+      rec["test_loss"] = tl;
+      rec["test_acc"] = ta;
+      rec["gen_gap"] = train_acc - ta;
+      res.final_test_acc = ta;
+      res.final_test_loss = tl;
+      if (ta > res.best_test_acc) {
+        res.best_test_acc = ta;
+        res.best_epoch = e + 1;
+        res.time_to_best_s = now_s() - t0;
+      }
+    }
+    const double ips = epoch_time > 0 ? double(epoch_images) / epoch_time : 0.0;
+    rec["images_per_s"] = ips;
+    rec["images_per_s_per_rank"] = ips / comm_.size();
+    rec["elapsed_s"] = elapsed;
+    const double done_frac = double(st.step - start_step) / double(total_steps - start_step);
+    const double eta = done_frac > 0 ? (now_s() - run_start) * (1 - done_frac) / done_frac : 0;
+    rec["eta_s"] = eta;
+    metrics.write(rec);
+    log::info(cat("epoch ", e + 1, "/", o_.epochs, ": loss ", train_loss, " acc ", train_acc,
+                  do_eval ? cat(" | test loss ", rec["test_loss"].get<double>(), " acc ",
+                                rec["test_acc"].get<double>())
+                          : std::string(),
+                  " | lr ", rec["lr"].get<double>(), " | ", int64_t(ips), " img/s | ETA ",
+                  log::format_duration(eta)));
+    res.final_train_acc = train_acc;
+    res.final_train_loss = train_loss;
+    st.epoch = e + 1;
+    st.step_in_epoch = 0;
+    st.loss_sum = 0;
+    st.correct = st.seen = 0;
+    const bool last = e + 1 == o_.epochs;
+    if (o_.ckpt_every_epochs > 0 && ((e + 1) % o_.ckpt_every_epochs == 0 || last)) {
+      st.elapsed_s = now_s() - t0;
+      checkpoint(st);
+    }
+  }
+  progress.finish();
+  model_->set_grad_ready_hook(nullptr);
+  if (res.final_test_acc < 0 && test_ && test_->n > 0) {  // resumed after the last epoch
+    auto [tl, ta] = evaluate(*test_);
+    res.final_test_acc = res.best_test_acc = ta;
+    res.final_test_loss = tl;
+  }
+  res.steps = st.step;
+  res.elapsed_s = now_s() - t0;
+  const double run_time = now_s() - run_start;
+  res.images_per_s = run_time > 0 ? double((st.step - start_step) * B) / run_time : 0.0;
+  res.images_per_s_per_rank = res.images_per_s / comm_.size();
+  return res;
+}
+
+}  // namespace sieve::train

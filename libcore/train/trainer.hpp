@@ -1,0 +1,100 @@
+// The data-parallel training loop shared by pretrain and train_scaled.
+//
+// Per optimizer step (global batch B = min(global_batch, active samples)):
+//   1. every rank takes its contiguous part of the step's global batch (Sampler), split into
+//      micro-batches of at most micro_batch samples (gradient accumulation);
+//   2. BN buffers are broadcast from rank 0 (as DDP's broadcast_buffers), BN batch
+//      statistics stay per rank and per micro-batch;
+//   3. forward/backward per micro-batch with dlogits scaled by n_micro/B, so the local
+//      gradient is sum_i dloss_i / B; during the last micro-batch's backward the
+//      GradReducer starts bucket all-reduces (SUM) as gradients become final;
+//   4. one small all-reduce of {loss, correct, non-finite flag, stop flag}: NaN/Inf stops
+//      the run (Error naming the step; no checkpoint is written from bad weights), a
+//      SIGUSR1/SIGTERM seen on any rank makes all ranks checkpoint and stop together;
+//   5. SGD/LARS update at lr = schedule(step), identical on every rank.
+// Every draw is a function of (seed, epoch, step, sample id), so a run resumed from a
+// checkpoint continues bitwise like an uninterrupted one (same rank count, CPU).
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "comm/comm.hpp"
+#include "config/config.hpp"
+#include "io/metrics.hpp"
+#include "nn/model.hpp"
+#include "train/checkpoint.hpp"
+#include "train/loader.hpp"
+#include "train/optimizer.hpp"
+
+namespace sieve::train {
+
+// Everything read from a training section (pretrain.* or scaled.*).
+struct TrainOptions {
+  nn::ModelSpec spec;  // arch/width/stem/hidden; input dims and classes come from the data
+  OptimizerOptions opt;
+  ScheduleOptions sched;  // epochs/steps_per_epoch/global_batch filled in by the trainer
+  int64_t epochs = 1, global_batch = 1, micro_batch = 0;
+  uint64_t seed = 1;
+  bool augment = true;
+  float label_smoothing = 0.0f;
+  int64_t ckpt_every_steps = 0, ckpt_every_epochs = 1, ckpt_keep = 2;
+  int64_t eval_batch = 256, eval_every = 1;
+};
+TrainOptions read_train_options(const Config& cfg, const std::string& prefix);
+
+struct TrainResult {
+  double final_test_acc = -1, best_test_acc = -1, final_test_loss = -1;
+  int64_t best_epoch = -1;
+  double time_to_best_s = -1;
+  double final_train_acc = 0, final_train_loss = 0;
+  double images_per_s = 0, images_per_s_per_rank = 0, elapsed_s = 0;
+  int64_t steps = 0, samples_used = 0, batch = 0, per_rank_batch = 0, accum_steps = 1;
+  double peak_lr = 0;
+};
+
+// Thrown when a stop signal was handled: the checkpoint is written on every rank.
+struct StopRequested {
+  std::string checkpoint;
+};
+// Exit code of a run stopped by SIGUSR1/SIGTERM after checkpointing (resume with --resume).
+inline constexpr int kExitRequeue = 75;
+// Finalize MPI and exit with kExitRequeue (called by the tools on StopRequested).
+[[noreturn]] void exit_for_requeue(const Comm& comm, const std::string& checkpoint);
+
+class Trainer {
+ public:
+  // `active`: indices of training samples used (keep-mask survivors, or all).
+  // `test` may be null. ckpt_dir must exist (created by the tool).
+  Trainer(const Comm& comm, TrainOptions opt, const SplitData& train, const SplitData* test,
+          const DatasetMeta& meta, std::vector<int64_t> active, std::string ckpt_dir,
+          std::string metrics_path, std::string config_yaml);
+  ~Trainer();
+  // Trains to the end (or throws StopRequested / Error). resume: continue from the
+  // newest complete checkpoint in ckpt_dir if there is one.
+  TrainResult run(bool resume);
+  nn::Model& model() { return *model_; }
+  // Mean loss and accuracy of the current model over a split (eval mode, all ranks).
+  std::pair<double, double> evaluate(const SplitData& d);
+
+ private:
+  void broadcast_state();
+  void checkpoint(const TrainState& st);
+
+  const Comm& comm_;
+  TrainOptions o_;
+  const SplitData& train_;
+  const SplitData* test_;
+  const DatasetMeta& meta_;
+  std::unique_ptr<nn::Model> model_;
+  std::unique_ptr<SgdOptimizer> opt_;
+  Sampler sampler_;
+  std::string ckpt_dir_, metrics_path_, config_yaml_;
+};
+
+// The signal flag (set by the SIGUSR1/SIGTERM handler that Trainer::run installs).
+bool stop_signal_seen();
+void install_stop_handlers();
+
+}  // namespace sieve::train
