@@ -1,0 +1,347 @@
+// The "cpu" backend: oneDNN (2.x API) for convolution, batch norm (+ fused ReLU), max pooling
+// and ReLU, forward and backward; OpenBLAS sgemm for Linear; OpenMP loops for the rest.
+//
+// Layout choices (measured on AVX-512, see docs/engine.md): activations stay NHWC between
+// layers, which oneDNN's jit kernels run natively (no activation reorders at all); only the
+// weights are reordered, once per step, from the seam's OIHW into the layout each convolution
+// primitive prefers ("any"), and weight gradients back. Primitives are created once per op
+// object (per layer and batch size), so a steady training loop creates nothing.
+//
+// Determinism: oneDNN's CPU kernels partition work statically for a given thread count and
+// reduce in a fixed order; OpenBLAS sgemm splits over M/N (not K). Same threads -> same bits.
+#include <cblas.h>
+
+#include <cstring>
+#include <oneapi/dnnl/dnnl.hpp>
+#include <unordered_map>
+#include <vector>
+
+#include "nn/backend_impl.hpp"
+#include "nn/tensor.hpp"
+
+namespace sieve::nn {
+namespace {
+
+using dnnl::memory;
+using tag = memory::format_tag;
+using dt = memory::data_type;
+
+dnnl::engine& eng() {
+  static dnnl::engine e(dnnl::engine::kind::cpu, 0);
+  return e;
+}
+dnnl::stream& strm() {
+  static dnnl::stream s(eng());
+  return s;
+}
+memory mem(const memory::desc& md, const float* p) {
+  return memory(md, eng(), const_cast<float*>(p));
+}
+
+// dst[i] += src[i]
+void accumulate(float* dst, const float* src, size_t n) {
+#pragma omp parallel for simd schedule(static)
+  for (size_t i = 0; i < n; ++i) dst[i] += src[i];
+}
+
+class DnnlConv final : public ConvOp {
+ public:
+  explicit DnnlConv(const ConvShape& s) {
+    memory::dims src{s.n, s.c, s.h, s.w}, wei{s.k, s.c, s.r, s.s}, dst{s.n, s.k, s.oh(), s.ow()};
+    memory::dims strides{s.stride, s.stride}, pad{s.pad, s.pad};
+    src_md_ = memory::desc(src, dt::f32, tag::nhwc);
+    dst_md_ = memory::desc(dst, dt::f32, tag::nhwc);
+    user_w_md_ = memory::desc(wei, dt::f32, tag::oihw);
+    memory::desc w_any(wei, dt::f32, tag::any);
+    dnnl::convolution_forward::desc fd(dnnl::prop_kind::forward_training,
+                                       dnnl::algorithm::convolution_direct, src_md_, w_any,
+                                       dst_md_, strides, pad, pad);
+    fwd_pd_ = dnnl::convolution_forward::primitive_desc(fd, eng());
+    fwd_ = dnnl::convolution_forward(fwd_pd_);
+    dnnl::convolution_backward_data::desc bd(dnnl::algorithm::convolution_direct, src_md_, w_any,
+                                             dst_md_, strides, pad, pad);
+    bwd_d_pd_ = dnnl::convolution_backward_data::primitive_desc(bd, eng(), fwd_pd_);
+    bwd_d_ = dnnl::convolution_backward_data(bwd_d_pd_);
+    dnnl::convolution_backward_weights::desc bw(dnnl::algorithm::convolution_direct, src_md_,
+                                                w_any, dst_md_, strides, pad, pad);
+    bwd_w_pd_ = dnnl::convolution_backward_weights::primitive_desc(bw, eng(), fwd_pd_);
+    bwd_w_ = dnnl::convolution_backward_weights(bwd_w_pd_);
+    w_count_ = size_t(s.k) * s.c * s.r * s.s;
+    fwd_w_ = memory(fwd_pd_.weights_desc(), eng());
+    bwd_w_in_ = memory(bwd_d_pd_.weights_desc(), eng());
+    dw_opaque_ = memory(bwd_w_pd_.diff_weights_desc(), eng());
+    dw_plain_.resize(w_count_);
+  }
+
+  void forward(const float* x, const float* w, float* y) override {
+    memory wm = weights_for(fwd_pd_.weights_desc(), w, fwd_w_);
+    fwd_.execute(strm(), {{DNNL_ARG_SRC, mem(src_md_, x)},
+                          {DNNL_ARG_WEIGHTS, wm},
+                          {DNNL_ARG_DST, mem(dst_md_, y)}});
+    strm().wait();
+  }
+  void backward_data(const float* dy, const float* w, float* dx) override {
+    memory wm = weights_for(bwd_d_pd_.weights_desc(), w, bwd_w_in_);
+    bwd_d_.execute(strm(), {{DNNL_ARG_DIFF_DST, mem(dst_md_, dy)},
+                            {DNNL_ARG_WEIGHTS, wm},
+                            {DNNL_ARG_DIFF_SRC, mem(src_md_, dx)}});
+    strm().wait();
+  }
+  void backward_weights(const float* x, const float* dy, float* dw) override {
+    bool plain = bwd_w_pd_.diff_weights_desc() == user_w_md_;
+    memory out = plain ? mem(user_w_md_, dw_plain_.data()) : dw_opaque_;
+    bwd_w_.execute(strm(), {{DNNL_ARG_SRC, mem(src_md_, x)},
+                            {DNNL_ARG_DIFF_DST, mem(dst_md_, dy)},
+                            {DNNL_ARG_DIFF_WEIGHTS, out}});
+    if (!plain) {
+      memory p = mem(user_w_md_, dw_plain_.data());
+      dnnl::reorder(out, p).execute(strm(), out, p);
+    }
+    strm().wait();
+    accumulate(dw, dw_plain_.data(), w_count_);
+  }
+
+ private:
+  // The weights as the primitive wants them: the user buffer itself if the layout matches,
+  // otherwise a reorder into the cached buffer.
+  memory weights_for(const memory::desc& want, const float* w, memory& cache) {
+    memory user = mem(user_w_md_, w);
+    if (want == user_w_md_) return user;
+    dnnl::reorder(user, cache).execute(strm(), user, cache);
+    return cache;
+  }
+
+  memory::desc src_md_, dst_md_, user_w_md_;
+  dnnl::convolution_forward::primitive_desc fwd_pd_;
+  dnnl::convolution_forward fwd_;
+  dnnl::convolution_backward_data::primitive_desc bwd_d_pd_;
+  dnnl::convolution_backward_data bwd_d_;
+  dnnl::convolution_backward_weights::primitive_desc bwd_w_pd_;
+  dnnl::convolution_backward_weights bwd_w_;
+  memory fwd_w_, bwd_w_in_, dw_opaque_;
+  std::vector<float> dw_plain_;
+  size_t w_count_ = 0;
+};
+
+class DnnlBatchNorm final : public BatchNormOp {
+ public:
+  DnnlBatchNorm(int n, int c, int h, int w, bool relu, float momentum, float eps)
+      : m_(n * h * w), c_(c), relu_(relu), momentum_(momentum), mean_(c), var_(c), dg_(c),
+        db_(c) {
+    data_md_ = memory::desc({n, c, h, w}, dt::f32, tag::nhwc);
+    vec_md_ = memory::desc({c}, dt::f32, tag::a);
+    auto flags = dnnl::normalization_flags::use_scale | dnnl::normalization_flags::use_shift;
+    if (relu) flags = flags | dnnl::normalization_flags::fuse_norm_relu;
+    dnnl::batch_normalization_forward::desc td(dnnl::prop_kind::forward_training, data_md_, eps,
+                                               flags);
+    train_pd_ = dnnl::batch_normalization_forward::primitive_desc(td, eng());
+    train_ = dnnl::batch_normalization_forward(train_pd_);
+    dnnl::batch_normalization_forward::desc ed(
+        dnnl::prop_kind::forward_inference, data_md_, eps,
+        flags | dnnl::normalization_flags::use_global_stats);
+    eval_pd_ = dnnl::batch_normalization_forward::primitive_desc(ed, eng());
+    eval_ = dnnl::batch_normalization_forward(eval_pd_);
+    dnnl::batch_normalization_backward::desc bd(dnnl::prop_kind::backward, data_md_, data_md_,
+                                                eps, flags);
+    bwd_pd_ = dnnl::batch_normalization_backward::primitive_desc(bd, eng(), train_pd_);
+    bwd_ = dnnl::batch_normalization_backward(bwd_pd_);
+    if (relu) ws_ = memory(train_pd_.workspace_desc(), eng());
+  }
+
+  void forward(const float* x, const float* gamma, const float* beta, float* rm, float* rv,
+               float* y, bool training) override {
+    std::unordered_map<int, memory> args{{DNNL_ARG_SRC, mem(data_md_, x)},
+                                         {DNNL_ARG_DST, mem(data_md_, y)},
+                                         {DNNL_ARG_SCALE, mem(vec_md_, gamma)},
+                                         {DNNL_ARG_SHIFT, mem(vec_md_, beta)}};
+    if (training) {
+      args.insert({DNNL_ARG_MEAN, mem(vec_md_, mean_.data())});
+      args.insert({DNNL_ARG_VARIANCE, mem(vec_md_, var_.data())});
+      if (relu_) args.insert({DNNL_ARG_WORKSPACE, ws_});
+      train_.execute(strm(), args);
+      strm().wait();
+      update_running_stats(m_, c_, momentum_, mean_.data(), var_.data(), rm, rv);
+    } else {
+      args.insert({DNNL_ARG_MEAN, mem(vec_md_, rm)});
+      args.insert({DNNL_ARG_VARIANCE, mem(vec_md_, rv)});
+      eval_.execute(strm(), args);
+      strm().wait();
+    }
+  }
+
+  void backward(const float* x, const float*, const float* dy, const float* gamma, float* dx,
+                float* dgamma, float* dbeta) override {
+    std::unordered_map<int, memory> args{{DNNL_ARG_SRC, mem(data_md_, x)},
+                                         {DNNL_ARG_DIFF_DST, mem(data_md_, dy)},
+                                         {DNNL_ARG_MEAN, mem(vec_md_, mean_.data())},
+                                         {DNNL_ARG_VARIANCE, mem(vec_md_, var_.data())},
+                                         {DNNL_ARG_SCALE, mem(vec_md_, gamma)},
+                                         {DNNL_ARG_DIFF_SRC, mem(data_md_, dx)},
+                                         {DNNL_ARG_DIFF_SCALE, mem(vec_md_, dg_.data())},
+                                         {DNNL_ARG_DIFF_SHIFT, mem(vec_md_, db_.data())}};
+    if (relu_) args.insert({DNNL_ARG_WORKSPACE, ws_});
+    bwd_.execute(strm(), args);
+    strm().wait();
+    for (int i = 0; i < c_; ++i) dgamma[i] += dg_[i], dbeta[i] += db_[i];
+  }
+
+ private:
+  int m_, c_;
+  bool relu_;
+  float momentum_;
+  std::vector<float> mean_, var_, dg_, db_;
+  memory::desc data_md_, vec_md_;
+  dnnl::batch_normalization_forward::primitive_desc train_pd_, eval_pd_;
+  dnnl::batch_normalization_forward train_, eval_;
+  dnnl::batch_normalization_backward::primitive_desc bwd_pd_;
+  dnnl::batch_normalization_backward bwd_;
+  memory ws_;
+};
+
+class DnnlMaxPool final : public MaxPoolOp {
+ public:
+  explicit DnnlMaxPool(const PoolShape& s) {
+    src_md_ = memory::desc({s.n, s.c, s.h, s.w}, dt::f32, tag::nhwc);
+    dst_md_ = memory::desc({s.n, s.c, s.oh(), s.ow()}, dt::f32, tag::nhwc);
+    memory::dims k{s.kernel, s.kernel}, st{s.stride, s.stride}, p{s.pad, s.pad};
+    dnnl::pooling_forward::desc fd(dnnl::prop_kind::forward_training,
+                                   dnnl::algorithm::pooling_max, src_md_, dst_md_, st, k, p, p);
+    fwd_pd_ = dnnl::pooling_forward::primitive_desc(fd, eng());
+    fwd_ = dnnl::pooling_forward(fwd_pd_);
+    dnnl::pooling_backward::desc bd(dnnl::algorithm::pooling_max, src_md_, dst_md_, st, k, p, p);
+    bwd_pd_ = dnnl::pooling_backward::primitive_desc(bd, eng(), fwd_pd_);
+    bwd_ = dnnl::pooling_backward(bwd_pd_);
+    ws_ = memory(fwd_pd_.workspace_desc(), eng());
+  }
+  void forward(const float* x, float* y, bool) override {
+    fwd_.execute(strm(), {{DNNL_ARG_SRC, mem(src_md_, x)},
+                          {DNNL_ARG_DST, mem(dst_md_, y)},
+                          {DNNL_ARG_WORKSPACE, ws_}});
+    strm().wait();
+  }
+  void backward(const float*, const float* dy, float* dx) override {
+    bwd_.execute(strm(), {{DNNL_ARG_DIFF_DST, mem(dst_md_, dy)},
+                          {DNNL_ARG_WORKSPACE, ws_},
+                          {DNNL_ARG_DIFF_SRC, mem(src_md_, dx)}});
+    strm().wait();
+  }
+
+ private:
+  memory::desc src_md_, dst_md_;
+  dnnl::pooling_forward::primitive_desc fwd_pd_;
+  dnnl::pooling_forward fwd_;
+  dnnl::pooling_backward::primitive_desc bwd_pd_;
+  dnnl::pooling_backward bwd_;
+  memory ws_;
+};
+
+class BlasLinear final : public LinearOp {
+ public:
+  BlasLinear(int n, int in, int out) : n_(n), in_(in), out_(out) {}
+  void forward(const float* x, const float* w, const float* b, float* y) override {
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, n_, out_, in_, 1.f, x, in_, w, in_, 0.f,
+                y, out_);
+    if (b)
+      for (int i = 0; i < n_; ++i)
+        for (int o = 0; o < out_; ++o) y[size_t(i) * out_ + o] += b[o];
+  }
+  void backward(const float* x, const float* dy, const float* w, float* dx, float* dw,
+                float* db) override {
+    if (dx)
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n_, in_, out_, 1.f, dy, out_, w, in_,
+                  0.f, dx, in_);
+    cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, out_, in_, n_, 1.f, dy, out_, x, in_, 1.f,
+                dw, in_);
+    if (db)
+      for (int o = 0; o < out_; ++o) {
+        float s = 0;
+        for (int i = 0; i < n_; ++i) s += dy[size_t(i) * out_ + o];
+        db[o] += s;
+      }
+  }
+
+ private:
+  int n_, in_, out_;
+};
+
+class CpuBackend final : public Backend {
+ public:
+  std::string name() const override { return "cpu"; }
+  std::unique_ptr<ConvOp> conv2d(const ConvShape& s) override {
+    return std::make_unique<DnnlConv>(s);
+  }
+  std::unique_ptr<BatchNormOp> batchnorm(int n, int c, int h, int w, bool relu, float momentum,
+                                         float eps) override {
+    return std::make_unique<DnnlBatchNorm>(n, c, h, w, relu, momentum, eps);
+  }
+  std::unique_ptr<MaxPoolOp> maxpool(const PoolShape& s) override {
+    return std::make_unique<DnnlMaxPool>(s);
+  }
+  std::unique_ptr<LinearOp> linear(int n, int in, int out) override {
+    return std::make_unique<BlasLinear>(n, in, out);
+  }
+  void relu_forward(const float* x, float* y, size_t count) override {
+    Relu& r = relu(count);
+    r.fwd.execute(strm(), {{DNNL_ARG_SRC, mem(r.md, x)}, {DNNL_ARG_DST, mem(r.md, y)}});
+    strm().wait();
+  }
+  void relu_backward(const float* y, const float* dy, float* dx, size_t count) override {
+    Relu& r = relu(count);
+    r.bwd.execute(strm(), {{DNNL_ARG_DST, mem(r.md, y)},
+                           {DNNL_ARG_DIFF_DST, mem(r.md, dy)},
+                           {DNNL_ARG_DIFF_SRC, mem(r.md, dx)}});
+    strm().wait();
+  }
+  void add(const float* a, const float* b, float* y, size_t count) override {
+#pragma omp parallel for simd schedule(static)
+    for (size_t i = 0; i < count; ++i) y[i] = a[i] + b[i];
+  }
+  void avgpool_forward(const float* x, float* y, int n, int c, int hw) override {
+#pragma omp parallel for schedule(static)
+    for (int i = 0; i < n; ++i) {
+      float* yi = y + size_t(i) * c;
+      std::memset(yi, 0, sizeof(float) * c);
+      for (int p = 0; p < hw; ++p) {
+        const float* xp = x + (size_t(i) * hw + p) * c;
+        for (int ch = 0; ch < c; ++ch) yi[ch] += xp[ch];
+      }
+      for (int ch = 0; ch < c; ++ch) yi[ch] /= float(hw);
+    }
+  }
+  void avgpool_backward(const float* dy, float* dx, int n, int c, int hw) override {
+#pragma omp parallel for schedule(static)
+    for (int i = 0; i < n; ++i)
+      for (int p = 0; p < hw; ++p)
+        for (int ch = 0; ch < c; ++ch)
+          dx[(size_t(i) * hw + p) * c + ch] = dy[size_t(i) * c + ch] / float(hw);
+  }
+
+ private:
+  struct Relu {
+    memory::desc md;
+    dnnl::eltwise_forward fwd;
+    dnnl::eltwise_backward bwd;
+  };
+  // ReLU primitives per element count (a handful of distinct sizes per model).
+  Relu& relu(size_t count) {
+    auto it = relu_.find(count);
+    if (it != relu_.end()) return it->second;
+    Relu r;
+    r.md = memory::desc({memory::dim(count)}, dt::f32, tag::a);
+    dnnl::eltwise_forward::desc fd(dnnl::prop_kind::forward_training,
+                                   dnnl::algorithm::eltwise_relu_use_dst_for_bwd, r.md, 0.f);
+    dnnl::eltwise_forward::primitive_desc fpd(fd, eng());
+    r.fwd = dnnl::eltwise_forward(fpd);
+    dnnl::eltwise_backward::desc bd(dnnl::algorithm::eltwise_relu_use_dst_for_bwd, r.md, r.md,
+                                    0.f);
+    r.bwd = dnnl::eltwise_backward(dnnl::eltwise_backward::primitive_desc(bd, eng(), fpd));
+    return relu_.emplace(count, std::move(r)).first->second;
+  }
+  std::unordered_map<size_t, Relu> relu_;
+};
+
+}  // namespace
+
+std::unique_ptr<Backend> make_cpu_backend() { return std::make_unique<CpuBackend>(); }
+
+}  // namespace sieve::nn

@@ -1,0 +1,129 @@
+#include "nn/layers.hpp"
+
+#include "util/error.hpp"
+
+namespace sieve::nn {
+
+const float* Layer::forward(const float* x, const Shape4& in, bool training) {
+  SIEVE_ASSERT(x != nullptr && in.n > 0, "layer forward needs a non-empty input");
+  if (channels_ >= 0) {
+    long got = flat_ ? long(in.c) * in.h * in.w : in.c;
+    SIEVE_ASSERT(got == channels_, "layer input has ", got, " channels/features, expected ",
+                 channels_);
+  }
+  if (!(in == in_)) {
+    in_ = in;
+    out_ = output_shape(in);
+    SIEVE_ASSERT(out_.h > 0 && out_.w > 0, "input ", in.h, "x", in.w, " too small for layer");
+    y_.resize({out_.n, out_.c, out_.h, out_.w});
+    if (need_dx_) dx_.resize({in.n, in.c, in.h, in.w});
+    reshape();
+  }
+  x_ = x;
+  trained_ = training;
+  forward_impl(x, training);
+  return y_.data();
+}
+
+const float* Layer::backward(const float* dy) {
+  SIEVE_ASSERT(trained_ && x_ != nullptr, "layer backward needs a training forward first");
+  SIEVE_ASSERT(dy != nullptr);
+  if (need_dx_ && dx_.size() != in_.size()) dx_.resize({in_.n, in_.c, in_.h, in_.w});
+  backward_impl(dy);
+  return need_dx_ ? dx_.data() : nullptr;
+}
+
+size_t Layer::reg(ParamSink& sink, const std::string& name, std::vector<int64_t> shape, bool bnb) {
+  size_t n = numel(shape);
+  size_t off = sink.add(name, std::move(shape), bnb);
+  if (pcount_ == 0) poff_ = off;
+  pcount_ = off + n - poff_;
+  return off;
+}
+
+// ---- Conv2d ----
+Conv2d::Conv2d(Backend& be, ParamSink& sink, const std::string& name, int cin_, int cout_,
+               int kernel_, int stride_, int pad_)
+    : Layer(be, cin_), cin(cin_), cout(cout_), kernel(kernel_), stride(stride_), pad(pad_) {
+  w_ = reg(sink, name + ".weight", {cout, cin, kernel, kernel}, false);
+}
+Shape4 Conv2d::output_shape(const Shape4& in) const {
+  return {in.n, cout, (in.h + 2 * pad - kernel) / stride + 1, (in.w + 2 * pad - kernel) / stride + 1};
+}
+void Conv2d::reshape() {
+  op_ = be_.conv2d({in_.n, in_.c, in_.h, in_.w, cout, kernel, kernel, stride, pad});
+}
+void Conv2d::forward_impl(const float* x, bool) { op_->forward(x, p(w_), y_.data()); }
+void Conv2d::backward_impl(const float* dy) {
+  op_->backward_weights(x_, dy, g(w_));
+  if (need_dx_) op_->backward_data(dy, p(w_), dx_.data());
+}
+
+// ---- BatchNorm2d ----
+BatchNorm2d::BatchNorm2d(Backend& be, ParamSink& sink, const std::string& name, int c,
+                         bool fuse_relu)
+    : Layer(be, c), name_(name), relu_(fuse_relu), run_mean_(c, 0.f), run_var_(c, 1.f),
+      tracked_(1, 0.f) {
+  gamma_ = reg(sink, name + ".weight", {c}, true);
+  beta_ = reg(sink, name + ".bias", {c}, true);
+}
+void BatchNorm2d::reshape() {
+  op_ = be_.batchnorm(in_.n, in_.c, in_.h, in_.w, relu_, 0.1f, 1e-5f);
+}
+void BatchNorm2d::forward_impl(const float* x, bool training) {
+  SIEVE_CHECK(!training || size_t(in_.n) * in_.h * in_.w > 1,
+              "BatchNorm2d '", name_, "': training needs more than 1 value per channel");
+  op_->forward(x, p(gamma_), p(beta_), run_mean_.data(), run_var_.data(), y_.data(), training);
+  if (training) tracked_[0] += 1.f;
+}
+void BatchNorm2d::backward_impl(const float* dy) {
+  op_->backward(x_, y_.data(), dy, p(gamma_), dx_.data(), g(gamma_), g(beta_));
+}
+void BatchNorm2d::buffers(std::vector<BufferInfo>& out) {
+  int64_t c = channels_;
+  out.push_back({name_ + ".running_mean", run_mean_.data(), run_mean_.size(), {c}});
+  out.push_back({name_ + ".running_var", run_var_.data(), run_var_.size(), {c}});
+  out.push_back({name_ + ".num_batches_tracked", tracked_.data(), 1, {}});
+}
+
+// ---- ReLU ----
+void ReLU::forward_impl(const float* x, bool) { be_.relu_forward(x, y_.data(), in_.size()); }
+void ReLU::backward_impl(const float* dy) {
+  be_.relu_backward(y_.data(), dy, dx_.data(), in_.size());
+}
+
+// ---- MaxPool2d ----
+Shape4 MaxPool2d::output_shape(const Shape4& in) const {
+  return {in.n, in.c, (in.h + 2 * pad_ - kernel_) / stride_ + 1,
+          (in.w + 2 * pad_ - kernel_) / stride_ + 1};
+}
+void MaxPool2d::reshape() {
+  op_ = be_.maxpool({in_.n, in_.c, in_.h, in_.w, kernel_, stride_, pad_});
+}
+void MaxPool2d::forward_impl(const float* x, bool training) {
+  op_->forward(x, y_.data(), training);
+}
+void MaxPool2d::backward_impl(const float* dy) { op_->backward(x_, dy, dx_.data()); }
+
+// ---- GlobalAvgPool ----
+void GlobalAvgPool::forward_impl(const float* x, bool) {
+  be_.avgpool_forward(x, y_.data(), in_.n, in_.c, in_.h * in_.w);
+}
+void GlobalAvgPool::backward_impl(const float* dy) {
+  be_.avgpool_backward(dy, dx_.data(), in_.n, in_.c, in_.h * in_.w);
+}
+
+// ---- Linear ----
+Linear::Linear(Backend& be, ParamSink& sink, const std::string& name, int in, int out)
+    : Layer(be, in), in_f_(in), out_f_(out) {
+  flat_ = true;
+  w_ = reg(sink, name + ".weight", {out, in}, false);
+  b_ = reg(sink, name + ".bias", {out}, true);
+}
+void Linear::reshape() { op_ = be_.linear(in_.n, in_f_, out_f_); }
+void Linear::forward_impl(const float* x, bool) { op_->forward(x, p(w_), p(b_), y_.data()); }
+void Linear::backward_impl(const float* dy) {
+  op_->backward(x_, dy, p(w_), need_dx_ ? dx_.data() : nullptr, g(w_), g(b_));
+}
+
+}  // namespace sieve::nn

@@ -1,0 +1,143 @@
+// Model base class, parameter initialisation and the softmax cross-entropy loss.
+#include "nn/model.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <map>
+
+#include "nn/backend.hpp"
+#include "nn/models_impl.hpp"
+#include "util/error.hpp"
+
+namespace sieve::nn {
+
+size_t Model::input_size() const {
+  if (spec_.in_features > 0) return size_t(spec_.in_features);
+  return size_t(spec_.in_channels) * spec_.in_height * spec_.in_width;
+}
+
+const float* Model::forward(const float* x, int n, bool training) {
+  SIEVE_ASSERT(x != nullptr && n > 0, "Model::forward needs a non-empty batch, got n=", n);
+  last_n_ = n;
+  last_training_ = training;
+  return forward_impl(x, n, training);
+}
+
+void Model::backward(const float* dlogits) {
+  SIEVE_ASSERT(dlogits != nullptr);
+  SIEVE_ASSERT(last_training_, "Model::backward needs a forward with training=true first");
+  backward_impl(dlogits);
+}
+
+void Model::zero_grad() { std::fill(grads_.begin(), grads_.end(), 0.f); }
+
+size_t Model::add_param(const std::string& name, std::vector<int64_t> shape, bool bnb) {
+  SIEVE_ASSERT(params_.empty(), "add_param after finalize_params");
+  ParamInfo p;
+  p.name = name;
+  p.offset = next_offset_;
+  p.size = 1;
+  for (int64_t d : shape) p.size *= size_t(d);
+  p.shape = std::move(shape);
+  p.is_bn_or_bias = bnb;
+  next_offset_ += (p.size + 15) / 16 * 16;  // 64-byte aligned slices
+  info_.push_back(std::move(p));
+  return info_.back().offset;
+}
+
+void Model::finalize_params() {
+  params_.assign(next_offset_, 0.f);
+  grads_.assign(next_offset_, 0.f);
+}
+
+// ---- init ----
+namespace {
+// splitmix64: a tiny, portable generator, so initial weights do not depend on the C++
+// library's distributions.
+struct Rng {
+  uint64_t s;
+  uint64_t next() {
+    uint64_t z = (s += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+  }
+  double uniform() { return (next() >> 11) * (1.0 / 9007199254740992.0); }  // [0, 1)
+  double normal() {
+    double u1 = uniform(), u2 = uniform();
+    return std::sqrt(-2.0 * std::log(1.0 - u1)) * std::cos(6.283185307179586 * u2);
+  }
+};
+}  // namespace
+
+void init_params(Model& model, uint64_t seed) {
+  std::map<std::string, const ParamInfo*> by_name;
+  for (const ParamInfo& p : model.param_info()) by_name[p.name] = &p;
+  float* P = model.params();
+  for (size_t i = 0; i < model.param_info().size(); ++i) {
+    const ParamInfo& p = model.param_info()[i];
+    Rng rng{seed ^ (0xA0761D6478BD642Full * (i + 1))};  // one stream per parameter
+    float* d = P + p.offset;
+    std::string prefix = p.name.substr(0, p.name.rfind('.'));
+    bool is_bias = p.name.size() > 5 && p.name.compare(p.name.size() - 5, 5, ".bias") == 0;
+    auto w = by_name.find(prefix + ".weight");
+    bool linear = w != by_name.end() && w->second->shape.size() == 2;
+    if (p.shape.size() == 4) {  // conv: Kaiming normal, fan_out, ReLU gain
+      double fan_out = double(p.shape[0]) * p.shape[2] * p.shape[3];
+      double sd = std::sqrt(2.0 / fan_out);
+      for (size_t j = 0; j < p.size; ++j) d[j] = float(sd * rng.normal());
+    } else if (linear) {  // PyTorch Linear default: U(-1/sqrt(fan_in), 1/sqrt(fan_in))
+      double bound = 1.0 / std::sqrt(double(w->second->shape[1]));
+      for (size_t j = 0; j < p.size; ++j) d[j] = float(bound * (2.0 * rng.uniform() - 1.0));
+    } else {  // BN: weight 1, bias 0
+      std::fill(d, d + p.size, is_bias ? 0.f : 1.f);
+    }
+  }
+  for (BufferInfo& b : model.buffers()) {
+    float v = b.name.ends_with("running_var") ? 1.f : 0.f;
+    std::fill(b.data, b.data + b.size, v);
+  }
+  model.zero_grad();
+}
+
+// ---- loss ----
+double softmax_cross_entropy(const float* logits, const int32_t* labels, int n, int k,
+                             float label_smoothing, float* dlogits, int* correct) {
+  SIEVE_ASSERT(n > 0 && k > 0);
+  double total = 0;
+  int right = 0;
+  const double eps = label_smoothing, off = eps / k, on = 1.0 - eps + off;
+  std::vector<double> prob(k);
+  for (int i = 0; i < n; ++i) {
+    const float* z = logits + size_t(i) * k;
+    int y = labels[i];
+    SIEVE_CHECK(y >= 0 && y < k, "label ", y, " of sample ", i, " outside [0, ", k, ")");
+    int arg = int(std::max_element(z, z + k) - z);
+    right += arg == y;
+    double mx = z[arg], sum = 0;
+    for (int j = 0; j < k; ++j) sum += prob[j] = std::exp(double(z[j]) - mx);
+    double lse = mx + std::log(sum);
+    for (int j = 0; j < k; ++j) {
+      double t = j == y ? on : off;
+      total -= t * (double(z[j]) - lse);
+      if (dlogits) dlogits[size_t(i) * k + j] = float((prob[j] / sum - t) / n);
+    }
+  }
+  if (correct) *correct = right;
+  return total / n;
+}
+
+// ---- factory ----
+std::unique_ptr<Model> make_model(const ModelSpec& spec) {
+  if (spec.num_classes < 1)
+    throw UsageError(cat("model num_classes: expected >= 1, got ", spec.num_classes));
+  if (!(spec.width > 0)) throw UsageError(cat("model width: expected > 0, got ", spec.width));
+  backend(spec.backend);  // validates the name
+  if (spec.arch == "mlp") return make_mlp(spec);
+  if (spec.arch.starts_with("resnet")) return make_resnet(spec);
+  throw UsageError(cat("model arch '", spec.arch,
+                       "': expected mlp, resnet18, resnet34, resnet50, resnet101 or resnet152"));
+}
+
+}  // namespace sieve::nn
