@@ -1,0 +1,78 @@
+// Distributed DBSCAN (spatial split + halo exchange) equals the serial one and the
+// all-pairs reference, whatever the number of ranks (run under mpiexec -n 2 and -n 3;
+// sub-communicators of 1 and 2 ranks are checked inside the same run).
+#include <gtest/gtest.h>
+
+#include "cluster/dbscan.hpp"
+#include "cluster/dbscan_dist.hpp"
+#include "comm/comm.hpp"
+#include "unit/test_cluster_reference.hpp"
+
+using namespace sieve;
+using namespace sieve::cluster;
+
+namespace {
+
+// Run the distributed DBSCAN on `comm` with the rows dealt round-robin (so every rank's
+// share is spread over space), and gather the labels back into input order.
+DbscanResult run_split(const Comm& comm, const test::Case& c) {
+  const int64_t n = int64_t(c.x.size()) / c.d;
+  std::vector<float> mine;
+  std::vector<int64_t> gid;
+  for (int64_t i = comm.rank(); i < n; i += comm.size()) {
+    mine.insert(mine.end(), c.x.begin() + i * c.d, c.x.begin() + (i + 1) * c.d);
+    gid.push_back(i);
+  }
+  DbscanResult part = dbscan_distributed(comm, mine.data(), gid.data(), int64_t(gid.size()), c.d,
+                                         {c.eps, c.min_samples});
+  std::vector<int64_t> all_gid = comm.allgatherv(gid);
+  std::vector<int32_t> all_label = comm.allgatherv(part.label);
+  std::vector<uint8_t> all_core = comm.allgatherv(part.core);
+  DbscanResult r;
+  r.label.assign(n, -2);
+  r.core.assign(n, 0);
+  for (size_t k = 0; k < all_gid.size(); ++k) {
+    r.label[all_gid[k]] = all_label[k];
+    r.core[all_gid[k]] = all_core[k];
+  }
+  r.num_clusters = part.num_clusters;
+  r.num_noise = part.num_noise;
+  return r;
+}
+
+void check_on(const Comm& comm, bool with_reference) {
+  for (const auto& c : test::dbscan_cases()) {
+    SCOPED_TRACE(c.name + " on " + std::to_string(comm.size()) + " ranks");
+    const int64_t n = int64_t(c.x.size()) / c.d;
+    DbscanResult serial = dbscan(c.x.data(), n, c.d, {c.eps, c.min_samples});
+    DbscanResult dist = run_split(comm, c);
+    // Identical, not merely equivalent: same borders, same cluster numbers.
+    EXPECT_EQ(dist.label, serial.label);
+    EXPECT_EQ(dist.core, serial.core);
+    EXPECT_EQ(dist.num_clusters, serial.num_clusters);
+    EXPECT_EQ(dist.num_noise, serial.num_noise);
+    if (with_reference && comm.rank() == 0) {
+      auto ref = test::reference_dbscan(c.x, c.d, c.eps, c.min_samples);
+      test::expect_matches_reference(c.x, c.d, c.eps, ref, dist.label, dist.core);
+    }
+  }
+}
+
+}  // namespace
+
+TEST(DbscanDistributed, EqualsSerialOnAllRanks) { check_on(Comm::world(), true); }
+
+TEST(DbscanDistributed, EqualsSerialOnOneAndTwoRanks) {
+  Comm world = Comm::world();
+  for (int size : {1, 2}) {
+    if (size > world.size()) continue;
+    MPI_Comm sub;
+    SIEVE_MPI_CHECK(MPI_Comm_split(world.raw(), world.rank() < size ? 0 : MPI_UNDEFINED,
+                                   world.rank(), &sub));
+    if (sub != MPI_COMM_NULL) {
+      check_on(Comm(sub), false);
+      MPI_Comm_free(&sub);
+    }
+    world.barrier();
+  }
+}
