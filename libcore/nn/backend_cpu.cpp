@@ -127,7 +127,7 @@ class DnnlBatchNorm final : public BatchNormOp {
  public:
   DnnlBatchNorm(int n, int c, int h, int w, bool relu, float momentum, float eps)
       : m_(n * h * w), c_(c), relu_(relu), momentum_(momentum), mean_(c), var_(c), dg_(c),
-        db_(c) {
+        db_(c), zeros_(c, 0.f) {
     data_md_ = memory::desc({n, c, h, w}, dt::f32, tag::nhwc);
     vec_md_ = memory::desc({c}, dt::f32, tag::a);
     auto flags = dnnl::normalization_flags::use_scale | dnnl::normalization_flags::use_shift;
@@ -176,6 +176,7 @@ class DnnlBatchNorm final : public BatchNormOp {
                                          {DNNL_ARG_MEAN, mem(vec_md_, mean_.data())},
                                          {DNNL_ARG_VARIANCE, mem(vec_md_, var_.data())},
                                          {DNNL_ARG_SCALE, mem(vec_md_, gamma)},
+                                         {DNNL_ARG_SHIFT, mem(vec_md_, zeros_.data())},
                                          {DNNL_ARG_DIFF_SRC, mem(data_md_, dx)},
                                          {DNNL_ARG_DIFF_SCALE, mem(vec_md_, dg_.data())},
                                          {DNNL_ARG_DIFF_SHIFT, mem(vec_md_, db_.data())}};
@@ -189,7 +190,9 @@ class DnnlBatchNorm final : public BatchNormOp {
   int m_, c_;
   bool relu_;
   float momentum_;
-  std::vector<float> mean_, var_, dg_, db_;
+  // zeros_: oneDNN 2.6's backward asks for the shift argument although dx does not depend on
+  // it (the fused-ReLU mask comes from the workspace).
+  std::vector<float> mean_, var_, dg_, db_, zeros_;
   memory::desc data_md_, vec_md_;
   dnnl::batch_normalization_forward::primitive_desc train_pd_, eval_pd_;
   dnnl::batch_normalization_forward train_, eval_;

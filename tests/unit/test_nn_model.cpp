@@ -1,0 +1,210 @@
+// Whole models: gradient check of a tiny ResNet, determinism, parameter naming/layout, the
+// grad-ready hook, every arch/stem building and running, and the MLP learning a separable task.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+#include <set>
+
+#include "nn/gradcheck.hpp"
+#include "nn/model.hpp"
+#include "util/error.hpp"
+
+using namespace sieve::nn;
+
+namespace {
+
+std::vector<float> randn(size_t n, uint32_t seed) {
+  std::mt19937 g(seed);
+  std::normal_distribution<float> d(0.f, 1.f);
+  std::vector<float> v(n);
+  for (float& x : v) x = d(g);
+  return v;
+}
+
+ModelSpec tiny_resnet(const std::string& backend) {
+  ModelSpec s;
+  s.arch = "resnet18";
+  s.width = 0.0625;  // 4, 8, 16, 32 channels
+  s.num_classes = 3;
+  s.in_height = s.in_width = 8;
+  s.backend = backend;
+  return s;
+}
+
+}  // namespace
+
+// Central differences over a whole training-mode ResNet-18 (float, tolerances in gradcheck.hpp):
+// every parameter tensor gets checked on a subset of coordinates. L = sum(logits * r).
+TEST(NnModel, TinyResNetGradientCheck) {
+  ModelSpec spec = tiny_resnet("cpu");
+  const int hw = 8;  // layer4 sees 1x1 maps: BN over 2 values, the hardest case
+  spec.in_height = spec.in_width = hw;
+  auto m = make_model(spec);
+  init_params(*m, 7);
+  const int n = 2;
+  auto x = randn(n * 3 * hw * hw, 1), r = randn(n * 3, 2);
+  auto loss = [&] {
+    const float* z = m->forward(x.data(), n, true);
+    double s = 0;
+    for (int i = 0; i < n * 3; ++i) s += double(z[i]) * r[i];
+    return s;
+  };
+  loss();
+  m->zero_grad();
+  m->backward(r.data());
+  std::vector<double> g(m->grads(), m->grads() + m->num_params());
+  GradCheckOptions o;
+  o.h = 1e-3;
+  o.rtol = 5e-2, o.atol = 1e-3, o.kink_tol = 0.05, o.kink_atol = 2e-3, o.max_coords = 6;
+  size_t checked = 0, skipped = 0;
+  for (const ParamInfo& p : m->param_info()) {
+    std::vector<double> ana(g.begin() + p.offset, g.begin() + p.offset + p.size);
+    auto res = check_gradient<float>(loss, m->params() + p.offset, p.size, ana, o);
+    EXPECT_EQ(res.failed, 0u) << p.name << ": " << res.first_failure;
+    checked += res.checked, skipped += res.skipped;
+  }
+  EXPECT_GT(checked, 200u);
+  EXPECT_LT(skipped, checked / 5);
+}
+
+TEST(NnModel, DeterministicGradsAndCpuMatchesRef) {
+  auto run = [](const std::string& be, std::vector<float>& logits) {
+    ModelSpec s = tiny_resnet(be);
+    s.in_height = s.in_width = 12;
+    auto m = make_model(s);
+    init_params(*m, 3);
+    auto x = randn(4 * 3 * 12 * 12, 5);
+    std::vector<int32_t> y = {0, 1, 2, 1};
+    std::vector<float> dz(4 * 3);
+    const float* z = m->forward(x.data(), 4, true);
+    logits.assign(z, z + 12);
+    softmax_cross_entropy(z, y.data(), 4, 3, 0.1f, dz.data(), nullptr);
+    m->backward(dz.data());
+    return std::vector<float>(m->grads(), m->grads() + m->num_params());
+  };
+  std::vector<float> z1, z2, z3;
+  auto g1 = run("cpu", z1), g2 = run("cpu", z2), g3 = run("ref", z3);
+  EXPECT_EQ(z1, z2);
+  EXPECT_EQ(g1, g2) << "two identical runs must give bitwise-identical gradients";
+  double m = 0, s = 0;
+  for (size_t i = 0; i < g1.size(); ++i)
+    m = std::max(m, double(std::abs(g1[i] - g3[i]))), s = std::max(s, double(std::abs(g3[i])));
+  EXPECT_LT(m, 1e-3 * s) << "cpu vs ref backend gradients";
+}
+
+TEST(NnModel, ParamNamesLayoutAndHook) {
+  auto m = make_model(tiny_resnet("cpu"));
+  const auto& info = m->param_info();
+  EXPECT_EQ(info.front().name, "conv1.weight");
+  EXPECT_EQ(info.back().name, "fc.bias");
+  std::set<std::string> names;
+  for (const auto& p : info) names.insert(p.name);
+  for (const char* want : {"layer1.0.bn1.weight", "layer2.0.downsample.0.weight",
+                           "layer2.0.downsample.1.bias", "layer4.1.conv2.weight", "fc.weight"})
+    EXPECT_TRUE(names.count(want)) << want;
+  EXPECT_FALSE(names.count("layer1.0.downsample.0.weight"));
+  for (size_t i = 0; i + 1 < info.size(); ++i) {
+    EXPECT_EQ(info[i].offset % 16, 0u);
+    EXPECT_LE(info[i].offset + info[i].size, info[i + 1].offset);
+  }
+  std::vector<int64_t> conv1{4, 3, 3, 3};
+  EXPECT_EQ(info.front().shape, conv1);
+  EXPECT_EQ(m->feature_dim(), 32);
+  EXPECT_EQ(m->buffers().size(), 3u * (1 + 8 * 2 + 3));  // stem BN + 2 per block + 3 downsample
+
+  // The hook covers every parameter exactly once, from the end of the buffer to the start.
+  init_params(*m, 1);
+  std::vector<std::pair<size_t, size_t>> ranges;
+  m->set_grad_ready_hook([&](size_t off, size_t cnt) { ranges.push_back({off, cnt}); });
+  auto x = randn(2 * 3 * 8 * 8, 3), dz = randn(2 * 3, 4);
+  m->forward(x.data(), 2, true);
+  m->backward(dz.data());
+  size_t covered = 0;
+  for (size_t i = 0; i < ranges.size(); ++i) {
+    covered += ranges[i].second;
+    if (i) EXPECT_LT(ranges[i].first, ranges[i - 1].first);
+  }
+  EXPECT_EQ(ranges.back().first, 0u);
+  size_t total = 0;
+  for (const auto& p : info) total += p.size;
+  EXPECT_GE(covered, total);
+  EXPECT_LE(covered, m->num_params());
+}
+
+TEST(NnModel, AllArchsAndStemsRun) {
+  for (const char* arch : {"resnet18", "resnet34", "resnet50", "resnet101", "resnet152"}) {
+    ModelSpec s = tiny_resnet("cpu");
+    s.arch = arch;
+    s.width = 0.03125;
+    s.stem = std::string(arch) == "resnet50" ? "imagenet" : "cifar";
+    s.in_height = 20, s.in_width = 16;  // any input size, not square
+    auto m = make_model(s);
+    init_params(*m, 1);
+    auto x = randn(2 * 3 * 20 * 16, 6);
+    const float* z = m->forward(x.data(), 2, true);
+    for (int i = 0; i < 6; ++i) EXPECT_TRUE(std::isfinite(z[i])) << arch;
+    std::vector<float> dz(6, 0.1f);
+    m->backward(dz.data());
+    bool basic = std::string(arch) == "resnet18" || std::string(arch) == "resnet34";
+    EXPECT_EQ(m->feature_dim(), basic ? 16 : 64)
+        << arch;
+    m->forward(x.data(), 1, false);  // eval, different batch size
+  }
+  ModelSpec bad = tiny_resnet("cpu");
+  bad.arch = "resnet19";
+  EXPECT_THROW(make_model(bad), sieve::UsageError);
+  bad = tiny_resnet("cpu");
+  bad.stem = "tiny";
+  EXPECT_THROW(make_model(bad), sieve::UsageError);
+}
+
+TEST(NnModel, EvalUsesRunningStats) {
+  auto m = make_model(tiny_resnet("cpu"));
+  init_params(*m, 2);
+  auto x = randn(4 * 3 * 8 * 8, 8);
+  const float* z = m->forward(x.data(), 4, false);
+  std::vector<float> a(z, z + 12);
+  // Eval of one sample equals its row in the eval batch (no batch statistics in eval mode).
+  const float* one = m->forward(x.data() + 3 * 64, 1, false);
+  for (int j = 0; j < 3; ++j) EXPECT_NEAR(one[j], a[3 + j], 1e-5);
+  m->forward(x.data(), 4, true);
+  auto bufs = m->buffers();
+  EXPECT_EQ(bufs[0].name, "bn1.running_mean");
+  EXPECT_EQ(bufs[2].name, "bn1.num_batches_tracked");
+  EXPECT_EQ(bufs[2].data[0], 1.f);
+}
+
+// Two Gaussian blobs per class in 10-D, MLP with plain SGD: ~100% train accuracy.
+TEST(NnModel, MlpLearnsSeparableProblem) {
+  ModelSpec s;
+  s.arch = "mlp";
+  s.in_features = 10;
+  s.num_classes = 3;
+  s.mlp_hidden = {32};
+  auto m = make_model(s);
+  init_params(*m, 11);
+  const int n = 96;
+  std::mt19937 g(3);
+  std::normal_distribution<float> d(0.f, 0.3f);
+  std::vector<float> x(n * 10);
+  std::vector<int32_t> y(n);
+  for (int i = 0; i < n; ++i) {
+    y[i] = i % 3;
+    for (int f = 0; f < 10; ++f) x[i * 10 + f] = d(g) + (f % 3 == y[i] ? 1.5f : 0.f);
+  }
+  std::vector<float> dz(n * 3);
+  int correct = 0;
+  for (int step = 0; step < 200; ++step) {
+    m->zero_grad();
+    const float* z = m->forward(x.data(), n, true);
+    softmax_cross_entropy(z, y.data(), n, 3, 0.f, dz.data(), &correct);
+    m->backward(dz.data());
+    for (size_t i = 0; i < m->num_params(); ++i) m->params()[i] -= 0.5f * m->grads()[i];
+  }
+  const float* z = m->forward(x.data(), n, false);
+  softmax_cross_entropy(z, y.data(), n, 3, 0.f, nullptr, &correct);
+  EXPECT_EQ(correct, n);
+  EXPECT_EQ(m->feature_dim(), 32);
+  EXPECT_NE(m->features(), nullptr);
+}
