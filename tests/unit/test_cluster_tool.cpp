@@ -1,0 +1,253 @@
+// The cluster_filter program end to end: synthetic blobs with injected background noise
+// (ground truth in a dataset file), every method, other input datasets, and bad inputs.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+#include <map>
+#include <random>
+
+#include "cluster/dbscan.hpp"
+#include "io/h5.hpp"
+#include "io/schemas.hpp"
+#include "support/test_util.hpp"
+
+using namespace sieve;
+namespace fs = std::filesystem;
+
+namespace {
+
+struct Synthetic {
+  std::vector<float> x;  // [n, 2]
+  std::vector<int32_t> labels;
+  std::vector<int64_t> ids;
+  std::vector<uint8_t> noise;  // injected background points
+};
+
+// Per class: three Gaussian blobs + 5 % uniform background over a wide box.
+Synthetic make_synthetic(int classes, int per_class, uint64_t seed) {
+  Synthetic s;
+  std::mt19937_64 rng(seed);
+  std::normal_distribution<float> N(0, 0.3f);
+  std::uniform_real_distribution<float> U(-20, 20);
+  for (int c = 0; c < classes; ++c)
+    for (int i = 0; i < per_class; ++i) {
+      bool bg = i % 20 == 0;
+      int b = i % 3;
+      s.x.push_back(bg ? U(rng) : float(4 * b - 4 + 3 * c) + N(rng));
+      s.x.push_back(bg ? U(rng) : float(3 * (b % 2) - c) + N(rng));
+      s.labels.push_back(c);
+      s.noise.push_back(bg);
+    }
+  // Ids: a scrambled, non-contiguous set, so the join on sample_id matters.
+  for (size_t i = 0; i < s.labels.size(); ++i) s.ids.push_back(int64_t(i * 7919 % 100003) + 17);
+  return s;
+}
+
+template <typename T>
+void put(h5::File& f, const std::string& name, const std::vector<T>& v, std::vector<hsize_t> dims) {
+  f.create_dataset<T>(name, dims);
+  f.write_rows<T>(name, 0, dims[0], v.data());
+}
+
+void write_embedding(const std::string& path, const std::vector<float>& x, int d,
+                     const std::vector<int32_t>& labels, const std::vector<int64_t>& ids,
+                     const std::string& schema = schema::kEmbedding,
+                     const std::string& name = "/embedding") {
+  h5::File f = h5::File::create(path);
+  std::string group = name.substr(0, name.find_last_of('/'));
+  if (!group.empty()) f.create_group(group);
+  put(f, name, x, {hsize_t(x.size() / d), hsize_t(d)});
+  if (!labels.empty()) put(f, group + "/labels", labels, {labels.size()});
+  put(f, group + "/sample_id", ids, {ids.size()});
+  h5::stamp(f, schema, "");
+}
+
+// The ground truth lives in the dataset file, in a different row order than the embedding.
+void write_truth(const std::string& path, const Synthetic& s) {
+  std::vector<int64_t> ids(s.ids.rbegin(), s.ids.rend());
+  std::vector<uint8_t> noise(s.noise.rbegin(), s.noise.rend());
+  h5::File f = h5::File::create(path);
+  f.create_group("/train");
+  put(f, "/train/sample_id", ids, {ids.size()});
+  put(f, "/train/noise_truth", noise, {noise.size()});
+  h5::stamp(f, schema::kDataset, "");
+}
+
+int run(const std::string& args, std::string* out = nullptr) {
+  std::string o;
+  int rc = test::run_command(test::tool_path("cluster_filter") + " " + args, &o);
+  if (out) *out = o;
+  return rc;
+}
+
+}  // namespace
+
+TEST(ClusterFilterTool, DbscanOnBlobsWithInjectedNoise) {
+  std::string dir = test::scratch_dir("cluster_tool_dbscan");
+  Synthetic s = make_synthetic(3, 900, 5);
+  write_embedding(dir + "/emb.h5", s.x, 2, s.labels, s.ids);
+  write_truth(dir + "/data.h5", s);
+  std::string log;
+  ASSERT_EQ(run("--input " + dir + "/emb.h5 --truth " + dir + "/data.h5 --output " + dir +
+                    "/filter.h5 --set filter.dbscan.eps=0.3 --set filter.dbscan.min_samples=5",
+                &log),
+            0)
+      << log;
+  EXPECT_NE(log.find("removed %"), std::string::npos) << log;  // the table is printed
+  h5::File f = h5::File::open(dir + "/filter.h5");
+  h5::require_schema(f, schema::kFilter);
+  auto cluster = f.read_all<int32_t>("/cluster");
+  auto keep = f.read_all<uint8_t>("/keep");
+  auto rkeep = f.read_all<uint8_t>("/random_keep");
+  ASSERT_EQ(cluster.size(), s.labels.size());
+  EXPECT_EQ(f.read_all<int64_t>("/sample_id"), s.ids);
+  EXPECT_EQ(f.read_all<int32_t>("/labels"), s.labels);
+  EXPECT_EQ(f.attr_string("/", "method"), "dbscan");
+  EXPECT_DOUBLE_EQ(f.attr_double("/", "eps"), 0.3);
+  EXPECT_EQ(f.attr_int("/", "min_samples"), 5);
+  // Precision/recall recomputed here from the masks (rows align with s.noise).
+  int64_t flagged = 0, hits = 0, truth = 0;
+  for (size_t i = 0; i < keep.size(); ++i) {
+    EXPECT_EQ(keep[i], cluster[i] >= 0);
+    flagged += !keep[i];
+    truth += s.noise[i];
+    hits += !keep[i] && s.noise[i];
+  }
+  double precision = double(hits) / flagged, recall = double(hits) / truth;
+  EXPECT_NEAR(f.attr_double("/", "noise_precision"), precision, 1e-12);
+  EXPECT_NEAR(f.attr_double("/", "noise_recall"), recall, 1e-12);
+  EXPECT_GT(precision, 0.9);
+  EXPECT_GT(recall, 0.9);
+  // Keep-mask equals per-class DBSCAN from the library.
+  for (int c = 0; c < 3; ++c) {
+    std::vector<float> xc;
+    std::vector<size_t> rows;
+    for (size_t i = 0; i < s.labels.size(); ++i)
+      if (s.labels[i] == c) {
+        rows.push_back(i);
+        xc.insert(xc.end(), s.x.begin() + 2 * i, s.x.begin() + 2 * i + 2);
+      }
+    auto r = cluster::dbscan(xc.data(), int64_t(rows.size()), 2, {0.3, 5});
+    for (size_t k = 0; k < rows.size(); ++k) EXPECT_EQ(keep[rows[k]], r.label[k] >= 0);
+  }
+  // Table I and the random control: the same number removed per class.
+  auto cls = f.read_all<int32_t>("/per_class/class");
+  auto samples = f.read_all<int64_t>("/per_class/samples");
+  auto noise = f.read_all<int64_t>("/per_class/noise");
+  auto clusters = f.read_all<int64_t>("/per_class/clusters");
+  auto pct = f.read_all<double>("/per_class/removed_pct");
+  ASSERT_EQ(cls, (std::vector<int32_t>{0, 1, 2}));
+  std::map<int, int64_t> removed, rremoved;
+  for (size_t i = 0; i < keep.size(); ++i) {
+    removed[s.labels[i]] += !keep[i];
+    rremoved[s.labels[i]] += !rkeep[i];
+  }
+  for (int c = 0; c < 3; ++c) {
+    EXPECT_EQ(samples[c], 900);
+    EXPECT_EQ(noise[c], removed[c]);
+    EXPECT_EQ(rremoved[c], removed[c]);
+    EXPECT_EQ(clusters[c], 3);
+    EXPECT_NEAR(pct[c], 100.0 * removed[c] / 900, 1e-9);
+  }
+  EXPECT_NE(rkeep, keep);
+  EXPECT_TRUE(fs::exists(dir + "/filter.config.yaml"));
+  // Existing output without --overwrite is refused; with it, the same result again.
+  EXPECT_EQ(run("--input " + dir + "/emb.h5 --output " + dir + "/filter.h5", &log), 2) << log;
+  EXPECT_NE(log.find("exists"), std::string::npos) << log;
+  ASSERT_EQ(run("--input " + dir + "/emb.h5 --truth " + dir + "/data.h5 --output " + dir +
+                "/filter.h5 --overwrite --set filter.dbscan.eps=0.3 --set filter.dbscan.min_samples=5"),
+            0);
+  EXPECT_EQ(h5::File::open(dir + "/filter.h5").read_all<uint8_t>("/random_keep"), rkeep);
+}
+
+TEST(ClusterFilterTool, AutoEpsGmmKmeansAndFeatureInput) {
+  std::string dir = test::scratch_dir("cluster_tool_methods");
+  Synthetic s = make_synthetic(2, 900, 9);
+  write_embedding(dir + "/emb.h5", s.x, 2, s.labels, s.ids);
+  write_truth(dir + "/data.h5", s);
+  std::string base = "--input " + dir + "/emb.h5 --truth " + dir + "/data.h5 ";
+  std::string log;
+  ASSERT_EQ(run(base + "--output " + dir + "/auto.h5 --set filter.dbscan.auto_eps=true "
+                       "--set filter.dbscan.min_samples=5", &log), 0) << log;
+  {
+    h5::File f = h5::File::open(dir + "/auto.h5");
+    double eps = f.attr_double("/", "eps");
+    EXPECT_GT(eps, 0.05);
+    EXPECT_LT(eps, 2.0);
+    EXPECT_EQ(f.attr_int("/", "eps_auto"), 1);
+    EXPECT_GT(f.attr_double("/", "noise_recall"), 0.8);
+    EXPECT_GT(f.attr_double("/", "noise_precision"), 0.7);
+    EXPECT_NE(log.find("auto eps"), std::string::npos);
+  }
+  for (std::string m : {"gmm", "kmeans"}) {
+    ASSERT_EQ(run(base + "--output " + dir + "/" + m + ".h5 --set filter.method=" + m +
+                  " --set filter.gmm.components=3 --set filter.kmeans.k=3", &log), 0) << log;
+    h5::File f = h5::File::open(dir + "/" + m + ".h5");
+    EXPECT_EQ(f.attr_string("/", "method"), m);
+    auto keep = f.read_all<uint8_t>("/keep");
+    int64_t removed = 0;
+    for (auto k : keep) removed += !k;
+    EXPECT_NEAR(double(removed) / keep.size(), 0.05, 0.01) << m;  // filter.outlier_quantile
+    // Background points are the least likely / farthest: most flags hit them.
+    EXPECT_GT(f.attr_double("/", "noise_precision"), 0.8) << m;
+    if (m == "gmm") EXPECT_TRUE(std::isfinite(f.attr_double("/", "log_likelihood")));
+  }
+  // A features file: 5-D float dataset named by flag.
+  std::vector<float> x5;
+  for (size_t i = 0; i < s.labels.size(); ++i)
+    for (int k = 0; k < 5; ++k) x5.push_back(s.x[2 * i + k % 2] * (k < 2 ? 1.0f : 0.5f));
+  write_embedding(dir + "/feat.h5", x5, 5, s.labels, s.ids, schema::kFeatures, "/train/features");
+  ASSERT_EQ(run("--input " + dir + "/feat.h5 --input-dataset /train/features --output " + dir +
+                "/feat_filter.h5 --set filter.dbscan.eps=0.5", &log), 0) << log;
+  EXPECT_EQ(h5::File::open(dir + "/feat_filter.h5").attr_string("/", "input_dataset"),
+            "/train/features");
+}
+
+TEST(ClusterFilterTool, BadInputGivesClearErrorsAndNoOutput) {
+  std::string dir = test::scratch_dir("cluster_tool_bad");
+  Synthetic s = make_synthetic(2, 60, 1);
+  write_embedding(dir + "/good.h5", s.x, 2, s.labels, s.ids);
+  auto expect_fail = [&](const std::string& args, int code, const std::string& needle) {
+    std::string out = dir + "/out.h5", log;
+    EXPECT_EQ(run(args + " --output " + out, &log), code) << args << "\n" << log;
+    EXPECT_NE(log.find(needle), std::string::npos) << "expected '" << needle << "' in: " << log;
+    EXPECT_FALSE(fs::exists(out)) << args;
+  };
+  std::string good = "--input " + dir + "/good.h5";
+  expect_fail(good + " --set filter.dbscan.eps=0", 2, "filter.dbscan.eps");
+  expect_fail(good + " --set filter.dbscan.eps=-1", 2, "filter.dbscan.eps");
+  expect_fail(good + " --set filter.dbscan.min_samples=0", 2, "filter.dbscan.min_samples");
+  expect_fail("--input " + dir + "/missing.h5", 1, "missing.h5");
+
+  auto nan_x = s.x;
+  nan_x[37] = std::nanf("");
+  write_embedding(dir + "/nan.h5", nan_x, 2, s.labels, s.ids);
+  expect_fail("--input " + dir + "/nan.h5", 1, "not finite");
+
+  write_embedding(dir + "/nolabels.h5", s.x, 2, {}, s.ids);
+  expect_fail("--input " + dir + "/nolabels.h5", 1, "/labels");
+
+  write_embedding(dir + "/empty.h5", {}, 2, {}, {});
+  {  // zero rows but well-formed: the file needs its labels too
+    h5::File f = h5::File::open_rw(dir + "/empty.h5");
+    f.create_dataset<int32_t>("/labels", {0});
+  }
+  expect_fail("--input " + dir + "/empty.h5", 1, "empty");
+
+  auto short_labels = s.labels;
+  short_labels.pop_back();
+  write_embedding(dir + "/mismatch.h5", s.x, 2, short_labels, s.ids);
+  expect_fail("--input " + dir + "/mismatch.h5", 1, "mismatched lengths");
+
+  auto neg = s.labels;
+  neg[3] = -1;
+  write_embedding(dir + "/neg.h5", s.x, 2, neg, s.ids);
+  expect_fail("--input " + dir + "/neg.h5", 1, "negative");
+
+  write_embedding(dir + "/wrong.h5", s.x, 2, s.labels, s.ids, schema::kModel);
+  expect_fail("--input " + dir + "/wrong.h5", 1, "schema");
+  // GMM with more components than a class has samples.
+  expect_fail(good + " --set filter.method=gmm --set filter.gmm.components=100", 1,
+              "filter.gmm.components");
+}
