@@ -136,9 +136,13 @@ YAML::Node validate_value(const KeySpec& spec, const YAML::Node& n, const std::s
       out.SetStyle(YAML::EmitterStyle::Flow);
       return out;
     }
-    case ValueType::Tree:
+    case ValueType::Tree: {
       if (!n.IsMap() && !n.IsNull()) bad(spec, origin, cat("expected a mapping, got ", show(n)));
-      return YAML::Clone(n);
+      YAML::Node out = n.IsNull() ? YAML::Node(YAML::NodeType::Map) : YAML::Clone(n);
+      // An empty mapping is always written "{}" inline, so that to_yaml() round-trips.
+      if (out.size() == 0) out.SetStyle(YAML::EmitterStyle::Flow);
+      return out;
+    }
   }
   return n;
 }
@@ -190,7 +194,9 @@ ConfigSchema& ConfigSchema::add_string_list(const std::string& p, std::vector<st
   return add({p, ValueType::StringList, n, h, {}, {}, {}});
 }
 ConfigSchema& ConfigSchema::add_tree(const std::string& p, const std::string& h) {
-  return add({p, ValueType::Tree, YAML::Node(YAML::NodeType::Map), h, {}, {}, {}});
+  YAML::Node empty(YAML::NodeType::Map);
+  empty.SetStyle(YAML::EmitterStyle::Flow);
+  return add({p, ValueType::Tree, empty, h, {}, {}, {}});
 }
 
 const KeySpec* ConfigSchema::find(const std::string& path) const {
