@@ -185,7 +185,10 @@ FilterResult run_filter(const Comm& comm, const float* x, int64_t n, int d, cons
       for (size_t i = 0; i < gid.size(); ++i) gid[i] = rr.begin + int64_t(i);
       DbscanResult db =
           dbscan_distributed(comm, gx.data(), gid.data(), int64_t(gid.size()), d, o.dbscan);
-      for (size_t i = 0; i < mine.size(); ++i) lab[mine[i]] = db.label[i];
+      // Blocks in rank order concatenate to the group's rows in order.
+      std::vector<int32_t> all = comm.allgatherv(db.label);
+      SIEVE_ASSERT(all.size() == g.rows.size());
+      for (size_t i = 0; i < all.size(); ++i) lab[g.rows[i]] = all[i];
       nclusters[gi] = db.num_clusters;
       prog.update(gi + 1);
     }
