@@ -41,32 +41,50 @@ get() { sieve_config_value "$config" "$1" "${sets[@]}"; }
 run_dir="$(get run.dir)"
 case "$run_dir" in /*) ;; *) run_dir="$root/$run_dir" ;; esac
 name="$(get run.name)"
-ntasks="$(get slurm.ntasks)"
-cpus="$(get slurm.cpus_per_task)"
-signal_s="$(get slurm.signal_seconds)"
-partition="$(get slurm.partition)"
-account="$(get slurm.account)"
+log_dir="$(get slurm.output_dir)"
+[ -n "$log_dir" ] || log_dir="$run_dir/logs"
 max_par="$(get slurm.max_array_parallel)"
-mkdir -p "$run_dir/logs"
+signal_s="$(get slurm.signal_seconds)"
+requeue="$(get slurm.requeue)"
+export SIEVE_SRUN_MPI="$(get slurm.mpi)"
+mkdir -p "$log_dir"
 cd "$root"  # run.dir may be relative to the repository root
 
-common=(--parsable --chdir="$root" --ntasks="$ntasks" --cpus-per-task="$cpus" --export=ALL
-        --kill-on-invalid-dep=yes)
-[ -n "$partition" ] && common+=(--partition="$partition")
-[ -n "$account" ] && common+=(--account="$account")
+# sbatch options shared by every stage, from the slurm.* config section.
+common=(--parsable --chdir="$root" --export=ALL --kill-on-invalid-dep=yes
+        --ntasks="$(get slurm.ntasks)" --cpus-per-task="$(get slurm.cpus_per_task)")
+opt() {  # opt FLAG KEY: add --FLAG=value when the key is set (non-empty, non-zero)
+  local v
+  v="$(get "$2")"
+  if [ -n "$v" ] && [ "$v" != 0 ]; then common+=("--$1=$v"); fi
+}
+opt partition slurm.partition
+opt account slurm.account
+opt qos slurm.qos
+opt nodes slurm.nodes
+opt ntasks-per-node slurm.ntasks_per_node
+opt gpus-per-node slurm.gpus_per_node
+opt mem slurm.mem
+opt constraint slurm.constraint
+extra="$(get slurm.extra_args)"
+# shellcheck disable=SC2206  # extra_args is split into words on purpose
+[ -n "$extra" ] && common+=($extra)
 
 prev="" ids=() names=()
 for stage in "${SIEVE_STAGES[@]}"; do
   opts=("${common[@]}" --job-name="$name-$stage" --time="$(get "slurm.time.$stage")")
   [ -n "$prev" ] && opts+=(--dependency="afterok:$prev")
   if [ "${SIEVE_STAGE_TRAINS[$stage]}" = 1 ]; then
-    opts+=(--signal="USR1@$signal_s" --requeue)
+    # USR1 goes to the job step's tasks: the trainer checkpoints and exits 75, and
+    # slurm/stage.sh requeues the job, which then resumes from that checkpoint.
+    opts+=(--signal="USR1@$signal_s")
+    [ "$requeue" = true ] && opts+=(--requeue)
   fi
   if [ "${SIEVE_STAGE_KIND[$stage]}" = array ]; then
     n="$("${SIEVE_STAGE_TOOL[$stage]}" --config "$config" "${sets[@]}" --sweep-size)"
-    opts+=(--array="0-$((n - 1))%$max_par" --output="$run_dir/logs/%x-%A_%a.out")
+    opts+=(--array="0-$((n - 1))%$max_par" --output="$log_dir/%x-%A_%a.out")
   else
-    opts+=(--output="$run_dir/logs/%x-%j.out")
+    opts+=(--output="$log_dir/%x-%j.out")
   fi
   id="$(sbatch "${opts[@]}" "$root/slurm/stage.sh" "$stage" "$config" "${sets[@]}")"
   id="${id%%;*}"
@@ -75,8 +93,8 @@ for stage in "${SIEVE_STAGES[@]}"; do
   names+=("$stage")
   prev="$id"
 done
-printf '%s\n' "${ids[@]}" > "$run_dir/logs/jobs.txt"
-echo "full_pipeline: submitted ${#ids[@]} jobs; logs in $run_dir/logs; report will be in $run_dir/report"
+printf '%s\n' "${ids[@]}" > "$log_dir/jobs.txt"
+echo "full_pipeline: submitted ${#ids[@]} jobs; logs in $log_dir; report will be in $run_dir/report"
 [ $wait -eq 1 ] || exit 0
 
 # --wait: poll the controller (no accounting database needed) until every job has ended.
@@ -91,7 +109,7 @@ for i in "${!ids[@]}"; do
     esac
   done
   if [ "$states" != "COMPLETED " ]; then
-    logs=$(ls "$run_dir"/logs/"$name-$stage"-"$id"*.out 2>/dev/null | tr '\n' ' ')
+    logs=$(ls "$log_dir/$name-$stage-$id"*.out 2>/dev/null | tr '\n' ' ')
     echo "full_pipeline: stage '$stage' (job $id) ended ${states% }; log: ${logs:-none}" >&2
     exit 1
   fi
