@@ -1,0 +1,19 @@
+// Exact k nearest neighbours by blocked distance GEMM.
+//
+// d(i,j)^2 = ||x_i||^2 - 2 x_i.x_j + ||x_j||^2: the cross term for a block of query rows
+// against a block of reference rows is one cblas_sgemm (BLAS threads), then every query
+// row keeps its partial top-k in a bounded max-heap (OpenMP over rows). For D <= 4 the
+// distances are computed directly instead (a GEMM with K <= 4 is memory-bound).
+// Results are sorted by (distance, index), so ties are broken the same way on any rank
+// count or thread count; the query point itself is excluded.
+#pragma once
+#include <cstdint>
+
+namespace sieve::embed {
+
+// For query rows [q0,q1) of X [N,D] (row-major), the k nearest other rows among all N:
+// idx [(q1-q0),k] and squared distances d2 [(q1-q0),k], nearest first. Needs k <= N-1.
+void knn_exact(const float* X, int64_t N, int64_t D, int64_t k, int64_t q0, int64_t q1,
+               int32_t* idx, float* d2);
+
+}  // namespace sieve::embed

@@ -1,0 +1,212 @@
+#include "embed/reduce.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <limits>
+#include <map>
+
+#include "embed/pca.hpp"
+#include "embed/quality.hpp"
+#include "embed/tsne.hpp"
+#include "io/atomic_output.hpp"
+#include "io/h5.hpp"
+#include "io/schemas.hpp"
+#include "util/log.hpp"
+
+namespace sieve::embed {
+
+namespace {
+
+// Every rank knows the failure; rank 0 reports it and the runner ends the job, the
+// others wait (so the message is printed once).
+[[noreturn]] void fail_together(const Comm& comm, const std::string& msg) {
+  if (!comm.is_root()) comm.barrier();
+  throw Error(msg);
+}
+
+double seconds_since(std::chrono::steady_clock::time_point t) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
+}
+
+}  // namespace
+
+FeatureBlock read_features(const Comm& comm, const std::string& path) {
+  h5::File f = h5::File::open(path, &comm);
+  h5::require_schema(f, schema::kFeatures);
+  const std::string fx = "/train/features", fl = "/train/labels", fi = "/train/sample_id";
+  auto dx = f.require<float>(fx, 2);
+  auto dl = f.require<int32_t>(fl, 1);
+  auto di = f.require<int64_t>(fi, 1);
+  FeatureBlock b;
+  b.N = int64_t(dx[0]);
+  b.F = int64_t(dx[1]);
+  SIEVE_CHECK(dl[0] == dx[0], path, ": ", fl, " has ", dl[0], " rows but ", fx, " has ", dx[0]);
+  SIEVE_CHECK(di[0] == dx[0], path, ": ", fi, " has ", di[0], " rows but ", fx, " has ", dx[0]);
+  SIEVE_CHECK(b.N >= 2 && b.F >= 1, path, ": ", fx, " must have at least 2 rows and 1 column, found [",
+              b.N, ",", b.F, "]");
+  b.rows = block_range(b.N, comm.rank(), comm.size());
+  b.x.resize(size_t(b.rows.size() * b.F));
+  f.read_rows<float>(fx, hsize_t(b.rows.begin), hsize_t(b.rows.size()), b.x.data());
+  b.labels = f.read_all<int32_t>(fl);
+  b.sample_id = f.read_all<int64_t>(fi);
+  f.close();
+  // First non-finite row over all ranks.
+  int64_t bad = std::numeric_limits<int64_t>::max();
+  for (int64_t t = 0; t < int64_t(b.x.size()); ++t)
+    if (!std::isfinite(b.x[t])) {
+      bad = b.rows.begin + t / b.F;
+      break;
+    }
+  bad = comm.allreduce_min(bad);
+  if (bad != std::numeric_limits<int64_t>::max())
+    fail_together(comm, cat(path, ": ", fx, " row ", bad, " (sample_id ", b.sample_id[bad],
+                            ") contains NaN or Inf"));
+  return b;
+}
+
+void reduce_dims(const Comm& comm, const Config& cfg, const std::string& input,
+                 const std::string& output, bool overwrite) {
+  auto t_start = std::chrono::steady_clock::now();
+  check_output_path(output, overwrite);
+  const std::string method = cfg.get_string("embed.method");
+  const bool per_class = cfg.get_bool("embed.tsne.per_class");
+  TsneOptions opt;
+  opt.dims = int(cfg.get_int("embed.tsne.dims"));
+  opt.perplexity = cfg.get_float("embed.tsne.perplexity");
+  opt.iterations = int(cfg.get_int("embed.tsne.iterations"));
+  opt.exaggeration = cfg.get_float("embed.tsne.early_exaggeration");
+  opt.exaggeration_iterations = int(cfg.get_int("embed.tsne.exaggeration_iterations"));
+  opt.learning_rate = cfg.get_float("embed.tsne.learning_rate");
+  opt.momentum = cfg.get_float("embed.tsne.momentum");
+  opt.final_momentum = cfg.get_float("embed.tsne.final_momentum");
+  opt.theta = cfg.get_float("embed.tsne.theta");
+  opt.pca_init = cfg.get_string("embed.tsne.init") == "pca";
+  opt.seed = uint64_t(cfg.get_int("run.seed")) * 0x9E3779B97F4A7C15ull + 0xE3BEDull;
+  opt.progress_every = int(cfg.get_int("embed.tsne.progress_every"));
+  const std::string rep_name = cfg.get_string("embed.tsne.repulsion");
+  if (rep_name == "fft" && opt.dims != 2)
+    throw UsageError("embed.tsne.repulsion=fft needs embed.tsne.dims=2 (use barnes_hut for 3-D)");
+
+  FeatureBlock in = read_features(comm, input);
+  const int64_t N = in.N;
+  // Groups of points embedded together: all, or one per class (sorted by label).
+  std::map<int32_t, std::vector<int64_t>> groups;
+  if (per_class && method == "tsne") {
+    for (int64_t i = 0; i < N; ++i) groups[in.labels[i]].push_back(i);
+  } else {
+    auto& all = groups[0];
+    all.resize(static_cast<size_t>(N));
+    for (int64_t i = 0; i < N; ++i) all[i] = i;
+  }
+  if (method == "tsne")
+    for (const auto& [label, idx] : groups)
+      if (double(idx.size()) - 1.0 < 3.0 * opt.perplexity)
+        throw Error(cat(input, ": perplexity ", opt.perplexity, " needs N-1 >= 3 x perplexity, i.e. at least ",
+                        int64_t(std::ceil(3.0 * opt.perplexity)) + 1, " points",
+                        per_class ? cat(" per class; class ", label, " has ") : std::string("; found "),
+                        idx.size(), " (lower embed.tsne.perplexity)"));
+
+  // ---- PCA (distributed fit, local projection, allgather of the projected rows) ----
+  auto t_pca = std::chrono::steady_clock::now();
+  const int64_t kreq = cfg.get_int("embed.pca.components");
+  PcaModel pca = pca_fit(comm, in.x.data(), in.rows.size(), in.F, kreq, cfg.get_bool("embed.pca.whiten"));
+  const int64_t k = pca.components;
+  SIEVE_CHECK(method != "pca" || k >= opt.dims, input, ": embed.method=pca needs at least ",
+              opt.dims, " features, found ", in.F);
+  std::vector<float> local(size_t(in.rows.size() * k));
+  pca_transform(pca, in.x.data(), in.rows.size(), local.data());
+  std::vector<float>().swap(in.x);
+  std::vector<float> Xp = comm.allgatherv(local);  // [N,k] on every rank
+  double ev = 0.0;
+  for (double r : pca.explained_ratio) ev += r;
+  log::infof("PCA: ", N, " x ", in.F, " -> ", k, " components (", 100.0 * ev,
+             "% of the variance) in ", log::format_duration(seconds_since(t_pca)));
+
+  // ---- embedding ----
+  const int d = opt.dims;
+  std::vector<double> Y(size_t(N * d));
+  double kl_weighted = 0.0, pres = 0.0, trust = 0.0;
+  int64_t trust_points = 0;
+  const int64_t max_trust = cfg.get_int("embed.quality.trustworthiness_points");
+  std::string rep_used = "none";
+  for (const auto& [label, idx] : groups) {
+    const int64_t n = int64_t(idx.size());
+    std::vector<float> Xg(size_t(n * k));
+    for (int64_t t = 0; t < n; ++t)
+      std::copy(Xp.begin() + idx[t] * k, Xp.begin() + (idx[t] + 1) * k, Xg.begin() + t * k);
+    std::vector<double> Yg(size_t(n * d));
+    TsneResult tr;
+    if (method == "tsne") {
+      opt.repulsion = rep_name == "auto" ? (d == 2 && n >= 2000 ? RepulsionMethod::Fft
+                                                                : RepulsionMethod::BarnesHut)
+                                         : parse_repulsion(rep_name);
+      rep_used = repulsion_name(opt.repulsion);
+      opt.label = groups.size() > 1 ? cat("t-SNE class ", label) : std::string("t-SNE");
+      tr = tsne(comm, Xg.data(), n, k, opt);
+      Yg = tr.Y;
+      kl_weighted += tr.kl * double(n);
+      log::infof(opt.label, ": ", n, " points, ", rep_used, " repulsion, KL ", tr.kl, " in ",
+                 log::format_duration(tr.seconds));
+    } else {
+      for (int64_t t = 0; t < n; ++t)
+        for (int c = 0; c < d; ++c) Yg[t * d + c] = Xg[t * k + c];
+    }
+    int64_t mt = std::max<int64_t>(1, max_trust * n / N);
+    Quality q = embedding_quality(comm, Xg.data(), n, k, Yg.data(), d, mt, 10,
+                                  method == "tsne" ? &tr.knn : nullptr, tr.knn_k);
+    pres += q.knn_preservation * double(n);
+    trust += q.trustworthiness * double(n);
+    trust_points += q.trust_points;
+    for (int64_t t = 0; t < n; ++t)
+      for (int c = 0; c < d; ++c) Y[idx[t] * d + c] = Yg[t * d + c];
+  }
+  pres /= double(N);
+  trust /= double(N);
+  const double kl = method == "tsne" ? kl_weighted / double(N) : std::nan("");
+  log::infof("quality: 10-NN preservation ", pres, ", trustworthiness ", trust, " (", trust_points,
+             " of ", N, " points)");
+
+  // ---- output ----
+  std::string params =
+      method == "tsne"
+          ? cat("pca_components=", k, " whiten=", pca.whiten, " dims=", d, " perplexity=",
+                opt.perplexity, " iterations=", opt.iterations, " early_exaggeration=",
+                opt.exaggeration, " exaggeration_iterations=", opt.exaggeration_iterations,
+                " learning_rate=", opt.learning_rate, " repulsion=", rep_used, " theta=", opt.theta,
+                " init=", opt.pca_init ? "pca" : "random", " per_class=", per_class,
+                " ranks=", comm.size())
+          : cat("pca_components=", k, " whiten=", pca.whiten, " dims=", d);
+  AtomicOutput out(output, overwrite, comm);
+  if (comm.is_root()) {
+    h5::File f = h5::File::create(out.tmp_path());
+    std::vector<float> Yf(Y.begin(), Y.end());
+    f.create_dataset<float>("/embedding", {hsize_t(N), hsize_t(d)});
+    f.write_rows<float>("/embedding", 0, hsize_t(N), Yf.data());
+    f.create_dataset<float>("/pca", {hsize_t(N), hsize_t(k)});
+    f.write_rows<float>("/pca", 0, hsize_t(N), Xp.data());
+    f.write_small<int32_t>("/labels", {hsize_t(N)}, in.labels);
+    f.write_small<int64_t>("/sample_id", {hsize_t(N)}, in.sample_id);
+    f.set_attr("/", "method", method);
+    f.set_attr("/", "parameters", params);
+    f.set_attr("/", "perplexity", opt.perplexity);
+    f.set_attr("/", "iterations", int64_t(method == "tsne" ? opt.iterations : 0));
+    f.set_attr("/", "per_class", int64_t(per_class));
+    f.set_attr("/", "kl_divergence", kl);
+    f.set_attr("/", "knn_preservation", pres);
+    f.set_attr("/", "trustworthiness", trust);
+    f.set_attr("/", "trustworthiness_points", trust_points);
+    f.set_attr("/", "trustworthiness_note",
+               cat("trustworthiness (k=10) averaged over ", trust_points, " of ", N,
+                   trust_points < N ? " points (evenly spaced subsample)" : " points (all)"));
+    f.set_attr("/", "pca_explained_variance", pca.explained_ratio);
+    f.set_attr("/", "input", input);
+    h5::stamp(f, schema::kEmbedding, cfg.to_yaml());
+    f.close();
+    write_text_atomic(config_sidecar_path(output), cfg.to_yaml());
+  }
+  out.commit();
+  log::infof("wrote ", output, " in ", log::format_duration(seconds_since(t_start)));
+}
+
+}  // namespace sieve::embed

@@ -1,0 +1,57 @@
+// t-SNE (van der Maaten & Hinton 2008) with exact k-NN affinities and pluggable
+// repulsion (exact / Barnes-Hut / FIt-SNE FFT interpolation), split over MPI ranks.
+//
+// Distribution: every rank holds all input rows X [N,D] (the PCA output is small) and all
+// positions Y [N,d]; rank r owns the contiguous slice block_range(N, r, size) for the
+// k-NN search, its rows of P, the attractive forces, its share of the repulsion, and the
+// optimiser state (update, gains). After each step the owned positions are allgathered.
+// Every cross-point sum is done in a fixed order, so a run is bitwise deterministic for a
+// given seed and rank count (independent of the OpenMP thread count).
+//
+// Schedule (the standard one): init = first d input columns (the leading PCA components)
+// scaled to std 1e-4, or seeded Gaussian noise of std 1e-4; early exaggeration 12 for
+// 250 iterations with momentum 0.5, then momentum 0.8; learning rate max(200, N/12);
+// per-coordinate gains (+0.2 when the gradient changes sign, x0.8 otherwise, min 0.01);
+// the embedding is re-centred every iteration.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "comm/comm.hpp"
+#include "embed/repulsion.hpp"
+
+namespace sieve::embed {
+
+struct TsneOptions {
+  int dims = 2;
+  double perplexity = 30.0;
+  int iterations = 750;
+  double exaggeration = 12.0;
+  int exaggeration_iterations = 250;
+  double learning_rate = 0.0;  // 0: max(200, N/12)
+  double momentum = 0.5, final_momentum = 0.8;
+  RepulsionMethod repulsion = RepulsionMethod::Fft;
+  double theta = 0.5;
+  bool pca_init = true;  // false: Gaussian init from `seed`
+  uint64_t seed = 1;
+  int progress_every = 50;  // KL + rate + ETA lines (rank 0); 0: silent
+  std::string label = "t-SNE";  // prefix of the progress lines
+};
+
+struct TsneResult {
+  std::vector<double> Y;  // [N,dims], on every rank
+  double kl = 0.0;        // final KL(P || Q) (without exaggeration)
+  std::vector<std::pair<int, double>> kl_history;  // (iteration, KL) at every progress point
+  std::vector<int32_t> knn;  // the owned rows' input k-NN lists [own.size(), knn_k]
+  int64_t knn_k = 0;
+  double seconds = 0.0;
+};
+
+// Collective. X [N,D] row-major, identical on every rank. Needs N-1 >= 3 x perplexity.
+TsneResult tsne(const Comm& comm, const float* X, int64_t N, int64_t D, const TsneOptions& opt);
+
+// The learning rate the schedule uses for N points.
+double tsne_learning_rate(const TsneOptions& opt, int64_t N);
+
+}  // namespace sieve::embed

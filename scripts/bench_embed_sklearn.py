@@ -1,0 +1,126 @@
+#!/usr/bin/python3
+"""Peer side of scripts/bench_embed.sh: data generation, scikit-learn runs, and the one
+10-NN preservation measure used for BOTH embeddings (so the two figures are comparable).
+
+  gen      write a sieve.features/1 file of Gaussian clusters
+  tsne     scikit-learn TSNE (Barnes-Hut) on it; time + 10-NN preservation
+  pca      scikit-learn PCA (full SVD solver, as sieve's exact eigensolver); time
+  eval     10-NN preservation of a sieve.embedding/1 file against the same input
+
+10-NN preservation: for every point, the fraction of its 10 nearest neighbours in the
+input space (exact, self excluded) that are also among its 10 nearest in the embedding.
+Run with Debian's /usr/bin/python3 (python3-sklearn 1.2, numpy, h5py).
+"""
+import argparse
+import os
+import sys
+import time
+
+import h5py
+import numpy as np
+
+
+def gen(a):
+    rng = np.random.default_rng(a.seed)
+    centers = rng.normal(0.0, a.center_scale, size=(a.clusters, a.dims))
+    labels = rng.integers(0, a.clusters, size=a.n).astype(np.int32)
+    x = (centers[labels] + rng.normal(0.0, 1.0, size=(a.n, a.dims))).astype(np.float32)
+    with h5py.File(a.out, "w") as f:
+        f.attrs["schema"] = "sieve.features/1"
+        f.attrs["sieve_version"] = "bench"
+        f.attrs["config"] = ""
+        f.attrs["layer"] = "synthetic"
+        f.attrs["model"] = "gaussian-clusters"
+        f.create_dataset("/train/features", data=x)
+        f.create_dataset("/train/labels", data=labels)
+        f.create_dataset("/train/sample_id", data=np.arange(a.n, dtype=np.int64))
+
+
+def load_x(path, n=None):
+    with h5py.File(path, "r") as f:
+        x = f["/train/features"][...]
+    return x if n is None else x[:n]
+
+
+def knn(x, k):
+    from sklearn.neighbors import NearestNeighbors
+    nn = NearestNeighbors(n_neighbors=k + 1, n_jobs=2).fit(x)
+    idx = nn.kneighbors(x, return_distance=False)
+    return idx[:, 1:]  # drop self
+
+
+def input_knn(path, x, k=10):
+    """Input-space 10-NN, cached next to the data (it is the same for every embedding)."""
+    cache = f"{path}.knn{k}.n{len(x)}.npy"
+    if os.path.exists(cache):
+        return np.load(cache)
+    idx = knn(x, k)
+    np.save(cache, idx)
+    return idx
+
+
+def preservation(in_idx, emb, k=10):
+    out_idx = knn(emb.astype(np.float64), k)
+    hits = [len(np.intersect1d(a, b, assume_unique=True)) for a, b in zip(in_idx, out_idx)]
+    return float(np.mean(hits)) / k
+
+
+def tsne(a):
+    from sklearn.manifold import TSNE
+    x = load_x(a.input, a.subset)
+    t0 = time.time()
+    emb = TSNE(n_components=2, perplexity=a.perplexity, n_iter=a.iterations, init="pca",
+               learning_rate="auto", method="barnes_hut", angle=0.5, n_jobs=2,
+               random_state=a.seed).fit_transform(x)
+    secs = time.time() - t0
+    pres = preservation(input_knn(a.input, x), emb)
+    print(f"sklearn_tsne n={len(x)} seconds={secs:.2f} knn10={pres:.4f}", flush=True)
+
+
+def pca(a):
+    from sklearn.decomposition import PCA
+    x = load_x(a.input)
+    t0 = time.time()
+    PCA(n_components=a.components, svd_solver="full").fit_transform(x)
+    full = time.time() - t0
+    t0 = time.time()
+    PCA(n_components=a.components, svd_solver="randomized", random_state=0).fit_transform(x)
+    rnd = time.time() - t0
+    print(f"sklearn_pca full={full:.3f} randomized={rnd:.3f}", flush=True)
+
+
+def evaluate(a):
+    x = load_x(a.input)
+    with h5py.File(a.embedding, "r") as f:
+        emb = f["/embedding"][...]
+    print(f"sieve_tsne knn10={preservation(input_knn(a.input, x), emb):.4f}", flush=True)
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    sub = p.add_subparsers(dest="cmd", required=True)
+    g = sub.add_parser("gen")
+    g.add_argument("--out", required=True)
+    g.add_argument("--n", type=int, default=50000)
+    g.add_argument("--dims", type=int, default=50)
+    g.add_argument("--clusters", type=int, default=10)
+    g.add_argument("--center-scale", type=float, default=2.0)
+    g.add_argument("--seed", type=int, default=1)
+    t = sub.add_parser("tsne")
+    t.add_argument("--input", required=True)
+    t.add_argument("--subset", type=int, default=None)
+    t.add_argument("--iterations", type=int, default=750)
+    t.add_argument("--perplexity", type=float, default=30.0)
+    t.add_argument("--seed", type=int, default=1)
+    c = sub.add_parser("pca")
+    c.add_argument("--input", required=True)
+    c.add_argument("--components", type=int, default=50)
+    e = sub.add_parser("eval")
+    e.add_argument("--input", required=True)
+    e.add_argument("--embedding", required=True)
+    a = p.parse_args()
+    {"gen": gen, "tsne": tsne, "pca": pca, "eval": evaluate}[a.cmd](a)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
