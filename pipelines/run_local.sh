@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Run the whole Sieve pipeline on this machine, every stage under mpirun.
 #
-#   pipelines/run_local.sh CONFIG.yaml [--np N] [--from STAGE] [--only STAGE] [--set key=value ...]
+#   pipelines/run_local.sh CONFIG.yaml [MORE.yaml ...] [--np N] [--from STAGE] [--only STAGE]
+#                          [--set key=value ...]
 #
+#   CONFIG.yaml   the pipeline config; further files are layered on top (e.g. a sweep grid)
 #   --np N        MPI ranks per stage (default 2)
 #   --from STAGE  start at STAGE (the outputs of earlier stages must exist)
 #   --only STAGE  run just STAGE
@@ -15,8 +17,8 @@ here="$(cd "$(dirname "$0")" && pwd)"
 . "$here/../scripts/env.sh"
 . "$here/stages.sh"
 
-usage() { sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//'; }
-config="" np=2 from="" only="" sets=()
+usage() { sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'; }
+cfg=() np=2 from="" only="" sets=()
 while [ $# -gt 0 ]; do
   case "$1" in
     --np) np="$2"; shift 2 ;;
@@ -25,11 +27,11 @@ while [ $# -gt 0 ]; do
     --set) sets+=(--set "$2"); shift 2 ;;
     -h|--help) usage; exit 0 ;;
     -*) echo "run_local: unknown option $1 (see --help)" >&2; exit 2 ;;
-    *) [ -z "$config" ] || { echo "run_local: one config file only" >&2; exit 2; }; config="$1"; shift ;;
+    *) [ -f "$1" ] || { echo "run_local: config $1: no such file" >&2; exit 2; }
+       cfg+=(--config "$1"); shift ;;
   esac
 done
-[ -n "$config" ] || { usage >&2; exit 2; }
-[ -f "$config" ] || { echo "run_local: config $config: no such file" >&2; exit 2; }
+[ ${#cfg[@]} -gt 0 ] || { usage >&2; exit 2; }
 for s in $from $only; do
   [ -n "${SIEVE_STAGE_TOOL[$s]:-}" ] || { echo "run_local: unknown stage '$s' (stages: ${SIEVE_STAGES[*]})" >&2; exit 2; }
 done
@@ -37,7 +39,7 @@ for s in "${SIEVE_STAGES[@]}"; do
   command -v "${SIEVE_STAGE_TOOL[$s]}" >/dev/null || { echo "run_local: ${SIEVE_STAGE_TOOL[$s]} not built (run: cmake --build build)" >&2; exit 2; }
 done
 
-run_dir="$(sieve_config_value "$config" run.dir "${sets[@]}")"
+run_dir="$(sieve_config_value run.dir "${cfg[@]}" "${sets[@]}")"
 mkdir -p "$run_dir/logs"
 mpirun_cmd=(mpirun -n "$np")
 started=0
@@ -65,14 +67,14 @@ for stage in "${SIEVE_STAGES[@]}"; do
   : > "$log"
   t0=$(date +%s)
   if [ "${SIEVE_STAGE_KIND[$stage]}" = array ]; then
-    n="$("$tool" --config "$config" "${sets[@]}" --sweep-size)"
+    n="$("$tool" "${cfg[@]}" "${sets[@]}" --sweep-size)"
     echo "run_local: [$stage] $n sweep runs" | tee -a "$log"
     for ((i = 0; i < n; i++)); do
-      run_stage_cmd "$stage" "$log" "${mpirun_cmd[@]}" "$tool" --config "$config" "${sets[@]}" \
+      run_stage_cmd "$stage" "$log" "${mpirun_cmd[@]}" "$tool" "${cfg[@]}" "${sets[@]}" \
         --sweep-index "$i" --overwrite
     done
   else
-    run_stage_cmd "$stage" "$log" "${mpirun_cmd[@]}" "$tool" --config "$config" "${sets[@]}" --overwrite
+    run_stage_cmd "$stage" "$log" "${mpirun_cmd[@]}" "$tool" "${cfg[@]}" "${sets[@]}" --overwrite
   fi
   summary+=("$(printf '%-10s %-18s %6d s' "$stage" "$tool" $(( $(date +%s) - t0 )))")
 done

@@ -36,10 +36,11 @@ sieve_stage_args() {
   esac
 }
 
-# sieve_config_value CONFIG KEY [--set ...]: a resolved config value, read through a tool
-# so that defaults and overrides apply exactly as the programs see them.
+# sieve_config_value KEY [--config F ... --set k=v ...]: a resolved config value, read
+# through a tool so that defaults, layered files and overrides apply exactly as the
+# programs see them.
 sieve_config_value() {
-  local config="$1" key="$2"
-  shift 2
-  shard_dataset --config "$config" "$@" --get "$key"
+  local key="$1"
+  shift
+  shard_dataset "$@" --get "$key"
 }

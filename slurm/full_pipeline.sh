@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Submit the whole Sieve pipeline to Slurm as a chain of jobs.
 #
-#   sbatch slurm/full_pipeline.sh [CONFIG.yaml] [--set key=value ...]     (as a tiny job)
-#   slurm/full_pipeline.sh [CONFIG.yaml] [--wait] [--set key=value ...]   (from a login node)
+#   sbatch slurm/full_pipeline.sh [CONFIG.yaml ...] [--set key=value ...]     (as a tiny job)
+#   slurm/full_pipeline.sh [CONFIG.yaml ...] [--wait] [--set key=value ...]   (from a login node)
+# Several config files are layered in order (e.g. a sweep grid over a base config);
+# without one, configs/quickstart.yaml is used.
 #
 # Stages come from pipelines/stages.sh (the same graph as the local runner). Each stage is
 # one job depending on the previous with --dependency=afterok (and --kill-on-invalid-dep, so a
@@ -25,19 +27,19 @@ fi
 . "$root/pipelines/stages.sh"
 export SIEVE_ROOT="$root"
 
-config="$root/configs/quickstart.yaml" wait=0 sets=()
+cfg=() wait=0 sets=()
 while [ $# -gt 0 ]; do
   case "$1" in
     --wait) wait=1; shift ;;
     --set) sets+=(--set "$2"); shift 2 ;;
-    -h|--help) sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,18p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     -*) echo "full_pipeline: unknown option $1" >&2; exit 2 ;;
-    *) config="$1"; shift ;;
+    *) [ -f "$1" ] || { echo "full_pipeline: config $1: no such file" >&2; exit 2; }
+       cfg+=(--config "$(cd "$(dirname "$1")" && pwd)/$(basename "$1")"); shift ;;
   esac
 done
-[ -f "$config" ] || { echo "full_pipeline: config $config: no such file" >&2; exit 2; }
-config="$(cd "$(dirname "$config")" && pwd)/$(basename "$config")"
-get() { sieve_config_value "$config" "$1" "${sets[@]}"; }
+[ ${#cfg[@]} -gt 0 ] || cfg=(--config "$root/configs/quickstart.yaml")
+get() { sieve_config_value "$1" "${cfg[@]}" "${sets[@]}"; }
 run_dir="$(get run.dir)"
 case "$run_dir" in /*) ;; *) run_dir="$root/$run_dir" ;; esac
 name="$(get run.name)"
@@ -81,12 +83,12 @@ for stage in "${SIEVE_STAGES[@]}"; do
     [ "$requeue" = true ] && opts+=(--requeue)
   fi
   if [ "${SIEVE_STAGE_KIND[$stage]}" = array ]; then
-    n="$("${SIEVE_STAGE_TOOL[$stage]}" --config "$config" "${sets[@]}" --sweep-size)"
+    n="$("${SIEVE_STAGE_TOOL[$stage]}" "${cfg[@]}" "${sets[@]}" --sweep-size)"
     opts+=(--array="0-$((n - 1))%$max_par" --output="$log_dir/%x-%A_%a.out")
   else
     opts+=(--output="$log_dir/%x-%j.out")
   fi
-  id="$(sbatch "${opts[@]}" "$root/slurm/stage.sh" "$stage" "$config" "${sets[@]}")"
+  id="$(sbatch "${opts[@]}" "$root/slurm/stage.sh" "$stage" "${cfg[@]}" "${sets[@]}")"
   id="${id%%;*}"
   echo "full_pipeline: $stage -> job $id"
   ids+=("$id")

@@ -295,10 +295,17 @@ void Config::set(const std::string& path, const YAML::Node& value, const std::st
 
 Config Config::load(const ConfigSchema& schema, const std::string& yaml_file,
                     const std::vector<std::string>& overrides) {
+  std::vector<std::string> files;
+  if (!yaml_file.empty()) files.push_back(yaml_file);
+  return load(schema, files, overrides);
+}
+
+Config Config::load(const ConfigSchema& schema, const std::vector<std::string>& yaml_files,
+                    const std::vector<std::string>& overrides) {
   Config cfg;
   cfg.schema_ = &schema;
   for (auto& k : schema.keys()) cfg.values_[k.path] = YAML::Clone(k.default_value);
-  if (!yaml_file.empty()) {
+  for (const auto& yaml_file : yaml_files) {
     std::ifstream in(yaml_file);
     if (!in) throw UsageError(cat("--config ", yaml_file, ": cannot open file"));
     YAML::Node root;

@@ -70,6 +70,10 @@ class Config {
   // Defaults, then `yaml_file` (may be empty), then each "key.path=value" override in order.
   static Config load(const ConfigSchema& schema, const std::string& yaml_file,
                      const std::vector<std::string>& overrides);
+  // Several files layered in order (a later file's keys win; a tree key such as a sweep
+  // grid is replaced whole), then the overrides.
+  static Config load(const ConfigSchema& schema, const std::vector<std::string>& yaml_files,
+                     const std::vector<std::string>& overrides);
   // Parse YAML text (e.g. the `config` attribute of an HDF5 file) against the schema.
   static Config from_yaml_text(const ConfigSchema& schema, const std::string& text,
                                const std::string& origin);

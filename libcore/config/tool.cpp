@@ -38,7 +38,8 @@ int run_tool(int argc, char** argv, const ToolSpec& spec, const FlagAdder& add_f
       ("help,h", "print this help and exit")
       ("help-config", "list every config key with its default, range and meaning")
       ("version", "print the version and exit")
-      ("config,c", po::value<std::string>(), "YAML config file")
+      ("config,c", po::value<std::vector<std::string>>()->composing(),
+       "YAML config file; repeat to layer files (e.g. a sweep grid over a base config)")
       ("set,s", po::value<std::vector<std::string>>()->composing(),
        "override one config key: --set key.path=value (repeatable)")
       ("overwrite", "replace existing outputs")
@@ -78,7 +79,9 @@ int run_tool(int argc, char** argv, const ToolSpec& spec, const FlagAdder& add_f
   try {
     std::vector<std::string> overrides;
     if (ctx.flags.count("set")) overrides = ctx.flags["set"].as<std::vector<std::string>>();
-    ctx.cfg = Config::load(pipeline_schema(), ctx.flag("config"), overrides);
+    std::vector<std::string> files;
+    if (ctx.flags.count("config")) files = ctx.flags["config"].as<std::vector<std::string>>();
+    ctx.cfg = Config::load(pipeline_schema(), files, overrides);
   } catch (const Error& e) {
     if (comm.is_root()) log::error(e.what());
     return e.exit_code();

@@ -93,3 +93,16 @@ TEST(Config, PipelineSchemaHasEverySectionAndLoadsShippedConfigs) {
     EXPECT_NO_THROW(Config::load(s, path, {})) << path;
   }
 }
+
+TEST(Config, LayeredFilesReplaceTreesWholeAndLaterKeysWin) {
+  auto s = small_schema();
+  auto base = write_yaml("layer_base", "train:\n  batch: 64\n  lr: 0.2\nsweep:\n  grid:\n    arm: [full]\n    seed: [1, 2]\n");
+  std::string dir = test::scratch_dir("layer_top");
+  std::ofstream(dir + "/top.yaml") << "train:\n  batch: 16\nsweep:\n  grid:\n    global_batch: [8, 16]\n";
+  Config c = Config::load(s, std::vector<std::string>{base, dir + "/top.yaml"}, {});
+  EXPECT_EQ(c.get_int("train.batch"), 16);
+  EXPECT_DOUBLE_EQ(c.get_float("train.lr"), 0.2);
+  YAML::Node grid = c.get_tree("sweep.grid");
+  EXPECT_FALSE(grid["arm"]) << "the later file's grid replaces the earlier one";
+  EXPECT_EQ(grid["global_batch"].size(), 2u);
+}
