@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <fstream>
 
 #include "config/config.hpp"
@@ -84,14 +85,23 @@ TEST(Config, ResolvedYamlRoundTrips) {
 
 TEST(Config, PipelineSchemaHasEverySectionAndLoadsShippedConfigs) {
   const ConfigSchema& s = pipeline_schema();
-  EXPECT_NE(s.find("run.dir"), nullptr);
-  EXPECT_NE(s.find("data.source"), nullptr);
+  for (const char* key : {"run.dir", "data.source", "pretrain.model.arch", "embed.tsne.perplexity",
+                          "filter.method", "scaled.sweep", "report.title", "slurm.ntasks"})
+    EXPECT_NE(s.find(key), nullptr) << key;
   std::string src = std::getenv("SIEVE_SOURCE_DIR") ? std::getenv("SIEVE_SOURCE_DIR") : ".";
-  for (const char* name : {"quickstart.yaml"}) {
-    std::string path = src + "/configs/" + name;
-    if (!std::ifstream(path)) continue;
-    EXPECT_NO_THROW(Config::load(s, path, {})) << path;
+  int loaded = 0;
+  for (auto& entry : std::filesystem::directory_iterator(src + "/configs")) {
+    if (entry.path().extension() != ".yaml") continue;
+    EXPECT_NO_THROW(Config::load(s, entry.path().string(), {})) << entry.path();
+    ++loaded;
   }
+  // Sweep grids are layered over a base config.
+  for (auto& entry : std::filesystem::directory_iterator(src + "/configs/sweeps")) {
+    std::vector<std::string> files{src + "/configs/quickstart.yaml", entry.path().string()};
+    EXPECT_NO_THROW(Config::load(s, files, {})) << entry.path();
+    ++loaded;
+  }
+  EXPECT_GE(loaded, 6);
 }
 
 TEST(Config, LayeredFilesReplaceTreesWholeAndLaterKeysWin) {
