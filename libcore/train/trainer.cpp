@@ -189,8 +189,15 @@ TrainResult Trainer::run(bool resume) {
   GradReducer reducer(comm_, model_->grads(), model_->num_params(), covered);
   model_->set_grad_ready_hook([&](size_t off, size_t cnt) { reducer.ready(off, cnt); });
 
-  const char* nan_env = std::getenv("SIEVE_DEBUG_NAN_STEP");
-  const int64_t nan_step = nan_env && *nan_env ? std::atoll(nan_env) : -1;
+  // Fault injection for tests (docs/training.md): poison a gradient, raise SIGUSR1, or die
+  // by SIGKILL (as `kill -9`) at a given optimizer step, on rank 0.
+  auto env_step = [](const char* name) {
+    const char* v = std::getenv(name);
+    return v && *v ? int64_t(std::atoll(v)) : int64_t(-1);
+  };
+  const int64_t nan_step = env_step("SIEVE_DEBUG_NAN_STEP");
+  const int64_t signal_step = env_step("SIEVE_DEBUG_SIGNAL_STEP");
+  const int64_t kill_step = env_step("SIEVE_DEBUG_KILL_STEP");
 
   TrainResult res;
   res.batch = B;
@@ -260,6 +267,8 @@ TrainResult Trainer::run(bool resume) {
       double gsum = 0;
       for (size_t i = 0; i < model_->num_params(); ++i) gsum += g[i];
       stats[2] = std::isfinite(gsum) && std::isfinite(stats[0]) ? 0 : 1;
+      if (st.step == signal_step && comm_.is_root()) std::raise(SIGUSR1);
+      if (st.step == kill_step && comm_.is_root()) std::raise(SIGKILL);
       stats[3] = stop_signal_seen() ? 1 : 0;
       comm_.allreduce_sum(stats, 4);
       if (stats[2] > 0) {

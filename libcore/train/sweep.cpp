@@ -1,0 +1,117 @@
+#include "train/sweep.hpp"
+
+#include <algorithm>
+#include <sstream>
+
+#include "util/error.hpp"
+
+namespace sieve::train {
+
+namespace {
+
+std::string path_of(const std::string& key) {
+  if (key == "weight_decay" || key == "lr") return "scaled.optimizer." + key;
+  if (key.rfind("scaled.", 0) == 0) return key;
+  return "scaled." + key;
+}
+
+int rank_of(const std::string& key) {
+  static const char* order[] = {"global_batch", "weight_decay", "lr", "seed"};
+  for (int i = 0; i < 4; ++i)
+    if (key == order[i]) return i;
+  if (key == "arm") return 6;
+  return 5;
+}
+
+std::string text_of(const YAML::Node& n) {
+  if (n.IsScalar()) return n.Scalar();
+  YAML::Emitter e;
+  e << YAML::Flow << n;
+  return e.c_str();
+}
+
+}  // namespace
+
+Sweep::Sweep(const Config& cfg) {
+  YAML::Node grid = cfg.get_tree("scaled.sweep");
+  if (!grid || grid.IsNull()) return;
+  if (!grid.IsMap())
+    throw UsageError("scaled.sweep: expected a map of key -> list of values");
+  for (const auto& kv : grid) {
+    SweepAxis a;
+    a.key = kv.first.as<std::string>();
+    a.path = path_of(a.key);
+    const KeySpec* spec = cfg.schema().find(a.path);
+    if (!spec || a.path == "scaled.sweep")
+      throw UsageError(cat("scaled.sweep.", a.key, ": unknown key (", a.path,
+                           " is not a scaled.* config key)"));
+    YAML::Node vals = kv.second;
+    if (vals.IsScalar()) {
+      YAML::Node one(YAML::NodeType::Sequence);
+      one.push_back(vals);
+      vals = one;
+    }
+    if (!vals.IsSequence() || vals.size() == 0)
+      throw UsageError(cat("scaled.sweep.", a.key, ": expected a non-empty list of values"));
+    for (const auto& v : vals) {
+      a.values.push_back(validate_value(*spec, v, "scaled.sweep." + a.key));
+      a.texts.push_back(text_of(v));
+    }
+    axes_.push_back(std::move(a));
+  }
+  std::stable_sort(axes_.begin(), axes_.end(), [](const SweepAxis& x, const SweepAxis& y) {
+    const int rx = rank_of(x.key), ry = rank_of(y.key);
+    if (rx != ry) return rx < ry;
+    return x.key < y.key;
+  });
+}
+
+int64_t Sweep::size() const {
+  int64_t n = 1;
+  for (const auto& a : axes_) n *= int64_t(a.values.size());
+  return n;
+}
+
+std::vector<size_t> Sweep::digits(int64_t index) const {
+  if (index < 0 || index >= size())
+    throw UsageError(cat("--sweep-index ", index, ": expected 0..", size() - 1, " (the sweep has ",
+                         size(), " runs; see --list-sweep)"));
+  std::vector<size_t> d(axes_.size());
+  for (size_t i = axes_.size(); i-- > 0;) {
+    d[i] = size_t(index % int64_t(axes_[i].values.size()));
+    index /= int64_t(axes_[i].values.size());
+  }
+  return d;
+}
+
+std::vector<std::pair<std::string, std::string>> Sweep::values(int64_t index) const {
+  auto d = digits(index);
+  std::vector<std::pair<std::string, std::string>> out;
+  for (size_t i = 0; i < axes_.size(); ++i)
+    out.push_back({axes_[i].key, axes_[i].texts[d[i]]});
+  return out;
+}
+
+Config Sweep::apply(const Config& base, int64_t index) const {
+  auto d = digits(index);
+  // A deep copy: Config copies share YAML nodes, and set() must not touch `base`.
+  Config c = Config::from_yaml_text(base.schema(), base.to_yaml(), "resolved config");
+  for (size_t i = 0; i < axes_.size(); ++i)
+    c.set(axes_[i].path, axes_[i].values[d[i]], "scaled.sweep." + axes_[i].key);
+  return c;
+}
+
+std::string Sweep::table() const {
+  std::ostringstream os;
+  os << "index";
+  for (const auto& a : axes_) os << '\t' << a.key;
+  os << '\n';
+  for (int64_t i = 0; i < size(); ++i) {
+    os << i;
+    for (auto& [k, v] : values(i)) os << '\t' << v;
+    os << '\n';
+  }
+  return os.str();
+}
+
+}  // namespace sieve::train

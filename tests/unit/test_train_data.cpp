@@ -1,0 +1,165 @@
+// Loader, sampler, augmentation, keep-mask join and sweep expansion.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <set>
+
+#include "config/sections.hpp"
+#include "support/test_util.hpp"
+#include "test_train_util.hpp"
+#include "train/loader.hpp"
+#include "train/sweep.hpp"
+
+using namespace sieve;
+using namespace sieve::train;
+
+TEST(TrainData, GlobalOrderDoesNotDependOnRankCount) {
+  std::vector<int64_t> active;
+  for (int64_t i = 0; i < 103; ++i) active.push_back(i * 2);
+  for (int64_t epoch : {0, 1}) {
+    std::vector<int64_t> ref;
+    for (int size : {1, 2, 3, 5}) {
+      Sampler s(active, 16, 42);
+      EXPECT_EQ(s.steps_per_epoch(), 6);  // 103/16, partial batch dropped
+      std::vector<int64_t> seq;
+      for (int64_t step = 0; step < s.steps_per_epoch(); ++step)
+        for (int r = 0; r < size; ++r) {
+          auto p = s.rank_part(epoch, step, r, size);
+          seq.insert(seq.end(), p.begin(), p.end());
+        }
+      if (ref.empty()) ref = seq;
+      EXPECT_EQ(seq, ref) << "ranks " << size;
+    }
+    std::set<int64_t> uniq(ref.begin(), ref.end());
+    EXPECT_EQ(uniq.size(), ref.size());
+    for (auto v : ref) EXPECT_EQ(v % 2, 0);
+  }
+  Sampler s(active, 16, 42);
+  EXPECT_NE(s.rank_part(0, 0, 0, 1), s.rank_part(1, 0, 0, 1));  // reshuffled per epoch
+  Sampler big(active, 4096, 42);  // global batch larger than the data: one step of all
+  EXPECT_EQ(big.steps_per_epoch(), 1);
+  EXPECT_EQ(big.batch_size(), 103);
+  EXPECT_EQ(big.rank_part(0, 0, 1, 2).size(), 51u);
+}
+
+TEST(TrainData, ReadSplitNormalisesAndAugmentsByShiftAndFlip) {
+  std::string dir = test::scratch_dir("train_data_read");
+  std::string path = dir + "/d.h5";
+  test::write_image_dataset(path, 12, 4, 4);
+  DatasetMeta meta = read_dataset_meta(path);
+  SplitData d = read_split(path, "train");
+  ASSERT_EQ(d.n, 12);
+  ASSERT_EQ(d.h, 8);
+  ASSERT_EQ(d.c, 3);
+  ASSERT_TRUE(has_split(path, "test"));
+  std::vector<int64_t> idx = {3, 7, 0};
+  Batch plain, aug, aug2;
+  make_batch(d, meta, idx.data(), 3, false, 9, 0, &plain);
+  // Independent reference: NCHW, (x/255 - 0.5)/0.25.
+  auto px = [&](int64_t s, int c, int y, int x) {
+    return (d.images[((size_t(s) * 8 + y) * 8 + x) * 3 + c] / 255.0 - 0.5) / 0.25;
+  };
+  for (int i = 0; i < 3; ++i)
+    for (int c = 0; c < 3; ++c)
+      for (int y = 0; y < 8; ++y)
+        for (int x = 0; x < 8; ++x)
+          ASSERT_NEAR(plain.x[((size_t(i) * 3 + c) * 8 + y) * 8 + x], px(idx[i], c, y, x), 1e-5);
+  EXPECT_EQ(plain.y[1], d.labels[7]);
+  make_batch(d, meta, idx.data(), 3, true, 9, 5, &aug);
+  make_batch(d, meta, idx.data(), 3, true, 9, 5, &aug2);
+  EXPECT_EQ(aug.x, aug2.x);  // seeded: reproducible
+  // Every augmented sample is some crop (shift in [-4,4]^2, zero padding) +/- flip.
+  for (int i = 0; i < 3; ++i) {
+    bool found = false;
+    for (int dy = -4; dy <= 4 && !found; ++dy)
+      for (int dx = -4; dx <= 4 && !found; ++dx)
+        for (int flip = 0; flip < 2 && !found; ++flip) {
+          bool ok = true;
+          for (int c = 0; c < 3 && ok; ++c)
+            for (int y = 0; y < 8 && ok; ++y)
+              for (int x = 0; x < 8 && ok; ++x) {
+                int sx = (flip ? 7 - x : x) + dx, sy = y + dy;
+                double ref = (sy < 0 || sy >= 8 || sx < 0 || sx >= 8) ? -2.0 : px(idx[i], c, sy, sx);
+                ok = std::abs(aug.x[((size_t(i) * 3 + c) * 8 + y) * 8 + x] - ref) < 1e-5;
+              }
+          found = ok;
+        }
+    EXPECT_TRUE(found) << "sample " << i;
+  }
+  // Augmentation depends on (seed, epoch, sample id), not on the batch position.
+  std::vector<int64_t> one = {0};
+  Batch single;
+  make_batch(d, meta, one.data(), 1, true, 9, 5, &single);
+  EXPECT_TRUE(std::equal(single.x.begin(), single.x.end(), aug.x.begin() + 2 * 192));
+}
+
+TEST(TrainData, PrefetcherDeliversTheRequestedBatch) {
+  std::string dir = test::scratch_dir("train_data_prefetch");
+  test::write_image_dataset(dir + "/d.h5", 8, 0, 4);
+  DatasetMeta meta = read_dataset_meta(dir + "/d.h5");
+  SplitData d = read_split(dir + "/d.h5", "train");
+  Prefetcher pf(d, meta);
+  pf.request({1, 2}, true, 3, 1);
+  Batch b = pf.take();
+  Batch ref;
+  std::vector<int64_t> idx = {1, 2};
+  make_batch(d, meta, idx.data(), 2, true, 3, 1, &ref);
+  EXPECT_EQ(b.x, ref.x);
+  EXPECT_EQ(b.y, ref.y);
+}
+
+TEST(TrainData, KeepMaskJoinsOnSampleId) {
+  std::string dir = test::scratch_dir("train_data_keep");
+  test::write_image_dataset(dir + "/d.h5", 20, 0, 4);
+  SplitData d = read_split(dir + "/d.h5", "train");
+  int64_t nk = 0, nr = 0;
+  test::write_filter(dir + "/f.h5", d.sample_id, &nk, &nr);
+  auto keep = read_keep_indices(dir + "/f.h5", "keep", d.sample_id);
+  auto rkeep = read_keep_indices(dir + "/f.h5", "random_keep", d.sample_id);
+  EXPECT_EQ(int64_t(keep.size()), nk);
+  EXPECT_EQ(int64_t(rkeep.size()), nr);
+  for (auto i : keep) EXPECT_NE(i % 4, 0);
+  for (auto i : rkeep) EXPECT_EQ(i % 2, 0);
+  // A filter from another dataset: ids do not match -> clear error.
+  std::vector<int64_t> other = d.sample_id;
+  other[3] += 1000000;
+  try {
+    read_keep_indices(dir + "/f.h5", "keep", other);
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("sample_id"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(read_split(dir + "/f.h5", "train"), Error);  // wrong schema
+}
+
+TEST(TrainData, SweepExpandsInFixedOrder) {
+  Config cfg = Config::load(pipeline_schema(), "",
+                            {"scaled.sweep.arm=[full,filtered,random]", "scaled.sweep.seed=[1,2]",
+                             "scaled.sweep.global_batch=[16,256]",
+                             "scaled.sweep.weight_decay=[0.005]"});
+  Sweep s(cfg);
+  ASSERT_EQ(s.size(), 12);
+  ASSERT_EQ(s.axes().size(), 4u);
+  EXPECT_EQ(s.axes()[0].key, "global_batch");
+  EXPECT_EQ(s.axes()[1].key, "weight_decay");
+  EXPECT_EQ(s.axes()[2].key, "seed");
+  EXPECT_EQ(s.axes()[3].key, "arm");
+  auto v = s.values(7);  // 7 = gb 256 (index 1), seed 1 (0), arm filtered (1)
+  EXPECT_EQ(v[0].second, "256");
+  EXPECT_EQ(v[2].second, "1");
+  EXPECT_EQ(v[3].second, "filtered");
+  Config c = s.apply(cfg, 7);
+  EXPECT_EQ(c.get_int("scaled.global_batch"), 256);
+  EXPECT_EQ(c.get_string("scaled.arm"), "filtered");
+  EXPECT_DOUBLE_EQ(c.get_float("scaled.optimizer.weight_decay"), 0.005);
+  EXPECT_EQ(cfg.get_string("scaled.arm"), "full");  // base untouched
+  std::string t = s.table();
+  EXPECT_EQ(t.substr(0, t.find('\n')), "index\tglobal_batch\tweight_decay\tseed\tarm");
+  EXPECT_NE(t.find("\n11\t256\t0.005\t2\trandom\n"), std::string::npos) << t;
+  EXPECT_THROW(s.values(12), UsageError);
+  Config bad = Config::load(pipeline_schema(), "", {"scaled.sweep.nope=[1]"});
+  EXPECT_THROW(Sweep{bad}, UsageError);
+  Config badv = Config::load(pipeline_schema(), "", {"scaled.sweep.arm=[full,half]"});
+  EXPECT_THROW(Sweep{badv}, UsageError);
+  EXPECT_EQ(Sweep(Config::load(pipeline_schema(), "", {})).size(), 1);
+}
