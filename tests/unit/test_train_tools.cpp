@@ -1,6 +1,5 @@
-// The programs end to end on tiny data: determinism, kill -9 + --resume, SIGUSR1, NaN
-// guard, learning (synthetic images with a small ResNet, Iris with the MLP), extract_features,
-// and train_scaled's sweep and keep-mask arms.
+// pretrain end to end on tiny data: determinism, kill -9 + --resume, SIGUSR1 + --resume,
+// NaN guard. (Learning and the other programs: test_train_programs.cpp.)
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -107,89 +106,4 @@ TEST(TrainTools, NanGradientStopsNamingTheStepAndKeepsGoodCheckpoints) {
   h5::File f = h5::File::open(last);
   for (const char* name : {"/state/conv1.weight", "/state/fc.weight", "/optimizer/fc.weight"})
     for (float v : f.read_all<float>(name)) ASSERT_TRUE(std::isfinite(v)) << name;
-}
-
-TEST(TrainTools, SmallResnetLearnsSyntheticImagesAndFeaturesAreExtracted) {
-  std::string d = test::scratch_dir("train_tools_learn");
-  test::write_image_dataset(d + "/dataset.h5", 256, 64, 4);
-  int rc = 0;
-  std::string out = pretrain(d,
-                             " --set pretrain.epochs=6 --set pretrain.checkpoint.every_steps=0"
-                             " --set pretrain.global_batch=32 --set pretrain.augment=false",
-                             &rc);
-  ASSERT_EQ(rc, 0) << out;
-  auto lines = read_json_lines(d + "/pretrain/metrics.jsonl");
-  ASSERT_EQ(lines.size(), 6u);  // (8x8 images: a 4-pixel crop shift would erase the signal)
-  EXPECT_GT(lines.back()["test_acc"].get<double>(), 0.6) << out;  // chance: 0.25
-
-  out.clear();
-  rc = test::run_command(cat(test::tool_path("extract_features"), " --set run.dir=", d), &out);
-  ASSERT_EQ(rc, 0) << out;
-  h5::File f = h5::File::open(d + "/features.h5");
-  h5::require_schema(f, "sieve.features/1");
-  auto dims = f.require<float>("/train/features", 2);
-  EXPECT_EQ(dims[0], 256u);
-  EXPECT_EQ(dims[1], 64u);  // ResNet-18 at width 1/8: 512/8
-  EXPECT_EQ(f.require<float>("/test/features", 2)[0], 64u);
-  // Row 5 equals the model's own features for sample 5 (independent forward here).
-  auto model = train::load_model(d + "/pretrain/model.h5");
-  auto meta = train::read_dataset_meta(d + "/dataset.h5");
-  auto split = train::read_split(d + "/dataset.h5", "train");
-  train::Batch b;
-  std::vector<int64_t> idx = {5};
-  train::make_batch(split, meta, idx.data(), 1, false, 0, 0, &b);
-  model->forward(b.x.data(), 1, false);
-  std::vector<float> row(64);
-  f.read_rows<float>("/train/features", 5, 1, row.data());
-  for (int j = 0; j < 64; ++j) EXPECT_NEAR(row[j], model->features()[j], 1e-4) << j;
-  EXPECT_EQ(f.read_all<int64_t>("/train/sample_id"), split.sample_id);
-}
-
-TEST(TrainTools, MlpReachesNinetyFivePercentOnIris) {
-  std::string d = test::scratch_dir("train_tools_iris");
-  ASSERT_TRUE(test::write_iris_dataset(test::shared_data("iris.csv"), d + "/dataset.h5"));
-  std::string out;
-  int rc = test::run_command(
-      cat(test::tool_path("pretrain"), " --set run.dir=", d,
-          " --set pretrain.model.arch=mlp --set pretrain.model.hidden=[32] --set pretrain.epochs=60",
-          " --set pretrain.global_batch=16 --set pretrain.optimizer.lr=0.05",
-          " --set pretrain.optimizer.weight_decay=0 --set pretrain.checkpoint.every_epochs=0"),
-      &out);
-  ASSERT_EQ(rc, 0) << out;
-  auto lines = read_json_lines(d + "/pretrain/metrics.jsonl");
-  ASSERT_EQ(lines.size(), 60u);
-  EXPECT_GE(lines.back()["train_acc"].get<double>(), 0.95) << out;
-}
-
-TEST(TrainTools, TrainScaledSweepAndKeepMaskArms) {
-  std::string d = test::scratch_dir("train_tools_scaled");
-  test::write_image_dataset(d + "/dataset.h5", 40, 16, 4);
-  auto split = train::read_split(d + "/dataset.h5", "train");
-  int64_t nk = 0, nr = 0;
-  test::write_filter(d + "/filter.h5", split.sample_id, &nk, &nr);
-  const std::string base =
-      cat(test::tool_path("train_scaled"), " --set run.dir=", d,
-          " --set scaled.model.arch=resnet18 --set scaled.model.width=0.125",
-          " --set scaled.epochs=1 --set scaled.schedule.ref_batch=8",
-          " --set scaled.sweep.arm=[full,filtered,random] --set scaled.sweep.global_batch=[8,64]");
-  std::string out;
-  ASSERT_EQ(test::run_command(base + " --sweep-size 2>/dev/null", &out), 0) << out;
-  EXPECT_EQ(out, "6\n");
-  ASSERT_EQ(test::run_command(base + " --list-sweep 2>/dev/null", &out), 0) << out;
-  EXPECT_EQ(out,
-            "index\tglobal_batch\tarm\n0\t8\tfull\n1\t8\tfiltered\n2\t8\trandom\n"
-            "3\t64\tfull\n4\t64\tfiltered\n5\t64\trandom\n");
-  EXPECT_EQ(test::run_command(base, &out), 2) << out;  // no index for a 6-run grid
-  const int64_t expect[3] = {40, nk, nr};
-  for (int i : {1, 2, 3}) {
-    ASSERT_EQ(test::run_command(cat(base, " --sweep-index ", i), &out), 0) << out;
-    std::ifstream in(cat(d, "/sweep/run-", i, "/result.json"));
-    Json r = Json::parse(in);
-    EXPECT_EQ(r["samples_used"], expect[i % 3]) << i;
-    EXPECT_EQ(r["arm"], (i % 3 == 0 ? "full" : i % 3 == 1 ? "filtered" : "random"));
-    EXPECT_EQ(r["global_batch"], i < 3 ? 8 : 40);  // 64 > 40 samples: one step of all
-    EXPECT_NEAR(r["lr"].get<double>(), 0.1 * (i < 3 ? 8 : 40) / 8.0, 1e-12);
-    EXPECT_TRUE(r.contains("best_test_acc"));
-    EXPECT_TRUE(fs::exists(cat(d, "/sweep/run-", i, "/metrics.jsonl")));
-  }
 }

@@ -1,0 +1,121 @@
+// Data parallelism on 2-3 ranks: the bucketed overlapping all-reduce, and training on R
+// ranks equals training on one rank with the same global batch (up to float
+// reduction order), for an MLP and for a ResNet (BN: one rank accumulates micro-batches
+// that match the R per-rank parts).
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "support/test_util.hpp"
+#include "unit/test_train_util.hpp"
+#include "train/reducer.hpp"
+#include "train/trainer.hpp"
+
+using namespace sieve;
+using namespace sieve::train;
+
+TEST(TrainParallel, BucketReducerSumsEveryCoveredElement) {
+  Comm world = Comm::world();
+  // Three "tensors" with alignment gaps; tiny buckets (1024 floats) so there are several.
+  std::vector<std::pair<size_t, size_t>> cov = {{0, 1500}, {1504, 2000}, {3504, 700}};
+  const size_t total = 4208;
+  std::vector<float> g(total, 0.0f);
+  for (auto [o, c] : cov)
+    for (size_t i = o; i < o + c; ++i) g[i] = float((i % 97) * (world.rank() + 1)) * 0.01f;
+  GradReducer red(world, g.data(), total, cov, 4096);
+  EXPECT_EQ(red.num_buckets(), 5u);
+  red.arm();
+  // Report as backward does: last tensor first, each in two pieces.
+  for (auto it = cov.rbegin(); it != cov.rend(); ++it) {
+    red.ready(it->first + it->second / 2, it->second - it->second / 2);
+    red.ready(it->first, it->second / 2);
+  }
+  if (world.size() > 1) EXPECT_GE(red.started_early(), 4);  // all but none started by hooks
+  red.finish();
+  const int R = world.size();
+  for (auto [o, c] : cov)
+    for (size_t i = o; i < o + c; ++i)
+      ASSERT_NEAR(g[i], float(i % 97) * 0.01f * R * (R + 1) / 2, 1e-4) << i;
+}
+
+namespace {
+
+struct Data {
+  SplitData train;
+  DatasetMeta meta;
+};
+
+Data image_data(int n) {
+  Data d;
+  auto s = test::synthetic_images(n, 4, 3, 10, 8);
+  d.train.image = true;
+  d.train.n = n;
+  d.train.h = d.train.w = 8;
+  d.train.c = 3;
+  d.train.images = s.images;
+  d.train.labels = s.labels;
+  d.train.sample_id = s.ids;
+  d.meta.num_classes = 4;
+  d.meta.mean = {0.5, 0.5, 0.5};
+  d.meta.std = {0.25, 0.25, 0.25};
+  d.meta.kind = "image";
+  return d;
+}
+
+TrainOptions options(const std::string& arch, int64_t micro) {
+  TrainOptions o;
+  o.spec.arch = arch;
+  o.spec.width = 0.125;
+  o.spec.mlp_hidden = {16};
+  o.epochs = 2;
+  o.global_batch = 12;
+  o.micro_batch = micro;
+  o.seed = 7;
+  o.augment = true;
+  o.opt.momentum = 0.9;
+  o.opt.weight_decay = 1e-4;
+  o.sched.base_lr = 0.05;
+  o.sched.decay = Decay::Cosine;
+  o.ckpt_every_epochs = 0;
+  o.eval_every = 0;
+  return o;
+}
+
+std::vector<float> train_weights(const Comm& comm, const Data& d, const TrainOptions& o,
+                                 const std::string& dir) {
+  std::vector<int64_t> all;
+  for (int64_t i = 0; i < d.train.n; ++i) all.push_back(i);
+  Trainer t(comm, o, d.train, nullptr, d.meta, all, dir, "", "test: {}\n");
+  t.run(false);
+  return std::vector<float>(t.model().params(), t.model().params() + t.model().num_params());
+}
+
+void expect_close(const std::vector<float>& a, const std::vector<float>& b, double tol) {
+  ASSERT_EQ(a.size(), b.size());
+  double worst = 0;
+  for (size_t i = 0; i < a.size(); ++i)
+    worst = std::max(worst, std::abs(double(a[i]) - b[i]) / (1e-3 + std::abs(double(b[i]))));
+  EXPECT_LT(worst, tol);
+}
+
+}  // namespace
+
+TEST(TrainParallel, RanksMatchOneRankWithTheSameGlobalBatch) {
+  Comm world = Comm::world();
+  Comm self(MPI_COMM_SELF);
+  std::string dir = test::scratch_dir("train_parallel");
+  Data d = image_data(48);  // 4 steps per epoch
+  const int R = world.size();
+  for (const char* arch : {"mlp", "resnet18"}) {
+    auto par = train_weights(world, d, options(arch, 0), dir);
+    auto par2 = train_weights(world, d, options(arch, 0), dir);
+    EXPECT_EQ(par, par2) << arch << ": same rank count must be bitwise reproducible";
+    // One rank, micro-batches of 12/R = the R per-rank parts (same BN batches).
+    auto one = train_weights(self, d, options(arch, 12 / R), dir);
+    expect_close(par, one, 2e-3);
+    // Every rank holds identical weights.
+    std::vector<float> sum = par;
+    world.allreduce_sum(sum.data(), sum.size());
+    for (size_t i = 0; i < par.size(); ++i) ASSERT_NEAR(sum[i], par[i] * R, 1e-5 * (1 + std::abs(par[i] * R)));
+  }
+}
