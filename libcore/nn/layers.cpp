@@ -36,8 +36,7 @@ const float* Layer::backward(const float* dy) {
 size_t Layer::reg(ParamSink& sink, const std::string& name, std::vector<int64_t> shape, bool bnb) {
   size_t n = numel(shape);
   size_t off = sink.add(name, std::move(shape), bnb);
-  if (pcount_ == 0) poff_ = off;
-  pcount_ = off + n - poff_;
+  pranges_.push_back({off, n});
   return off;
 }
 

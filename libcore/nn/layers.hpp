@@ -47,10 +47,9 @@ class Layer {
   Shape4 in_shape() const { return in_; }
   Shape4 out_shape() const { return out_; }
   virtual Shape4 output_shape(const Shape4& in) const = 0;
-  // The parameter range of this layer in the flat buffers (count 0 if none): contiguous,
-  // because a layer registers all its parameters consecutively.
-  size_t param_offset() const { return poff_; }
-  size_t param_count() const { return pcount_; }
+  // This layer's parameter slices (offset, count) in the flat buffers, in registration
+  // order (ascending offsets); alignment padding between them is not included.
+  const std::vector<std::pair<size_t, size_t>>& param_ranges() const { return pranges_; }
   void bind(float* params, float* grads) { params_ = params, grads_ = grads; }
   void set_need_dx(bool v) { need_dx_ = v; }
 
@@ -73,7 +72,7 @@ class Layer {
   bool need_dx_ = true, trained_ = false;
   float* params_ = nullptr;
   float* grads_ = nullptr;
-  size_t poff_ = 0, pcount_ = 0;
+  std::vector<std::pair<size_t, size_t>> pranges_;
 };
 
 // 2-D convolution without bias (every ResNet conv is followed by BN). Weight OIHW.

@@ -55,7 +55,7 @@ class Mlp final : public Model, public ParamSink {
     for (size_t i = fcs_.size(); i-- > 0;) {
       if (i < relus_.size()) d = relus_[i]->backward(d);
       d = fcs_[i]->backward(d);
-      grad_ready(fcs_[i]->param_offset(), fcs_[i]->param_count());
+      grad_ready(fcs_[i]->param_ranges());
     }
   }
 

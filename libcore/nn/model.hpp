@@ -84,7 +84,9 @@ class Model {
 
   // dlogits: [n, num_classes] for the n of the last training forward. Parameter gradients
   // ACCUMULATE (+=) into grads(); call zero_grad() between steps. Calls the grad-ready hook
-  // (if set) with (offset, count) ranges of grads() that are final, last layer first.
+  // (if set) with (offset, count) ranges of grads() that are final: each call is exactly one
+  // parameter's slice (ParamInfo offset/size, never alignment padding), every parameter once,
+  // in descending offset order (last layer first).
   void backward(const float* dlogits);
 
   void set_grad_ready_hook(std::function<void(size_t offset, size_t count)> hook) {
@@ -111,8 +113,10 @@ class Model {
   size_t add_param(const std::string& name, std::vector<int64_t> shape, bool is_bn_or_bias);
   // Called once after all add_param calls: allocates params_/grads_ (zeroed).
   void finalize_params();
-  void grad_ready(size_t offset, size_t count) {
-    if (hook_ && count) hook_(offset, count);
+  // Reports a layer's parameter slices to the hook, last slice first.
+  void grad_ready(const std::vector<std::pair<size_t, size_t>>& ranges) {
+    if (hook_)
+      for (auto it = ranges.rbegin(); it != ranges.rend(); ++it) hook_(it->first, it->second);
   }
 
   ModelSpec spec_;

@@ -195,7 +195,7 @@ class ResNet final : public Model, public ParamSink {
   }
 
   void backward_impl(const float* dlogits) override {
-    Hook ready = [this](const Layer& l) { grad_ready(l.param_offset(), l.param_count()); };
+    Hook ready = [this](const Layer& l) { grad_ready(l.param_ranges()); };
     const float* d = fc_->backward(dlogits);
     ready(*fc_);
     d = avgpool_->backward(d);
