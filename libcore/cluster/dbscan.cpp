@@ -2,6 +2,7 @@
 
 #include <omp.h>
 
+#include <array>
 #include <atomic>
 #include <cmath>
 #include <limits>
@@ -25,9 +26,11 @@ void check_dbscan_input(const float* points, int64_t n, int d, const DbscanParam
 Grid make_grid(const std::vector<double>& lo, const std::vector<double>& hi, double eps) {
   Grid g;
   g.d = int(lo.size());
-  // Widened so that floor((x - lo) / side) of two points <= eps apart never differs by 2,
-  // whatever the rounding (relative error of the division ~1e-16 * cell index).
-  g.side = eps * (1 + 1e-7);
+  // Side eps / sqrt(d), shrunk by 1e-6 relative: two points of one cell are then strictly
+  // within eps even when rounding in the cell index misplaces a point by ~1e-16 * index,
+  // and points <= eps apart differ by at most eps / side < 2 (d = 1: 1.000001) cells per
+  // axis, so the 5^d block always holds every neighbour.
+  g.side = eps / std::sqrt(double(std::max(g.d, 1))) * (1 - 1e-6);
   g.lo = lo;
   g.extent.assign(g.d, 1);
   if (g.d > 3) {
@@ -58,10 +61,10 @@ int64_t Grid::key_of(const float* x) const {
 
 int64_t Grid::reach() const {
   if (brute) return 0;
-  int64_t r = 1, stride = 1;
+  int64_t r = 2, stride = 1;
   for (int k = d - 1; k >= 1; --k) {
     stride *= extent[k];
-    r += stride;
+    r += 2 * stride;
   }
   return r;
 }
@@ -69,22 +72,40 @@ int64_t Grid::reach() const {
 CellIndex build_cell_index(const Grid& g, const float* points, int64_t n) {
   CellIndex ci;
   const int d = g.d;
-  std::vector<std::pair<int64_t, int64_t>> kv(n);  // (cell key, input index)
+  std::vector<int64_t> key(n);
 #pragma omp parallel for schedule(static)
-  for (int64_t i = 0; i < n; ++i) kv[i] = {g.key_of(points + i * d), i};
-  // Sorting by (key, index) makes the order, and everything after it, deterministic.
-  __gnu_parallel::sort(kv.begin(), kv.end());
+  for (int64_t i = 0; i < n; ++i) key[i] = g.key_of(points + i * d);
+  int64_t kmin = n ? *std::min_element(key.begin(), key.end()) : 0;
+  int64_t kmax = n ? *std::max_element(key.begin(), key.end()) : -1;
   ci.order.resize(n);
+  const bool dense = n > 0 && !g.brute && kmax - kmin < 8 * n + (int64_t(1) << 20);
+  if (dense) {
+    // Counting sort by key: stable (input order within a cell), O(n + span), and the
+    // prefix sums are the dense key table.
+    const int64_t span = kmax - kmin + 1;
+    ci.dense_base = kmin;
+    ci.dense_start.assign(span + 1, 0);
+    for (int64_t i = 0; i < n; ++i) ++ci.dense_start[key[i] - kmin + 1];
+    for (int64_t k = 0; k < span; ++k) ci.dense_start[k + 1] += ci.dense_start[k];
+    std::vector<int64_t> next(ci.dense_start.begin(), ci.dense_start.end() - 1);
+    for (int64_t i = 0; i < n; ++i) ci.order[next[key[i] - kmin]++] = i;
+  } else {
+    std::vector<std::pair<int64_t, int64_t>> kv(n);  // (cell key, input index)
+#pragma omp parallel for schedule(static)
+    for (int64_t i = 0; i < n; ++i) kv[i] = {key[i], i};
+    // Sorting by (key, index) makes the order, and everything after it, deterministic.
+    __gnu_parallel::sort(kv.begin(), kv.end());
+    for (int64_t i = 0; i < n; ++i) ci.order[i] = kv[i].second;
+  }
   ci.xs.resize(size_t(n) * d);
   ci.point_cell.resize(n);
 #pragma omp parallel for schedule(static)
+  for (int64_t i = 0; i < n; ++i)
+    for (int k = 0; k < d; ++k) ci.xs[i * d + k] = points[ci.order[i] * d + k];
   for (int64_t i = 0; i < n; ++i) {
-    ci.order[i] = kv[i].second;
-    for (int k = 0; k < d; ++k) ci.xs[i * d + k] = points[kv[i].second * d + k];
-  }
-  for (int64_t i = 0; i < n; ++i) {
-    if (i == 0 || kv[i].first != kv[i - 1].first) {
-      ci.cell_key.push_back(kv[i].first);
+    int64_t k = key[ci.order[i]];
+    if (i == 0 || k != ci.cell_key.back()) {
+      ci.cell_key.push_back(k);
       ci.cell_start.push_back(i);
     }
     ci.point_cell[i] = int64_t(ci.cell_key.size()) - 1;
@@ -101,15 +122,32 @@ std::vector<uint8_t> compute_core(const Grid& g, const CellIndex& ci, const Dbsc
   std::vector<uint8_t> core(ci.order.size(), 0);
 #pragma omp parallel for schedule(dynamic, 64)
   for (int64_t c = 0; c < cells; ++c) {
-    for (int64_t i = ci.cell_start[c]; i < ci.cell_start[c + 1]; ++i) {
+    const int64_t b0 = ci.cell_start[c], e0 = ci.cell_start[c + 1];
+    if (!g.brute && e0 - b0 >= p.min_samples) {  // a cell is within eps of itself
+      for (int64_t i = b0; i < e0; ++i) core[i] = !need || need[i];
+      continue;
+    }
+    // Neighbour ranges with the own cell cut out (its points are all within eps).
+    std::array<std::pair<int64_t, int64_t>, 64> ranges;
+    size_t nr = 0;
+    auto add = [&](int64_t b, int64_t e) {
+      if (b < e) ranges[nr++] = {b, e};
+    };
+    for_neighbor_ranges(g, ci, c, [&](int64_t b, int64_t e) {
+      if (!g.brute && b <= b0 && e0 <= e) {
+        add(b, b0);
+        add(e0, e);
+      } else {
+        add(b, e);
+      }
+    });
+    for (int64_t i = b0; i < e0; ++i) {
       if (need && !need[i]) continue;
       const float* xi = ci.xs.data() + i * d;
-      int64_t count = 0;
-      for_neighbor_ranges(g, ci, c, [&](int64_t b, int64_t e) {
-        if (count >= p.min_samples) return;  // early exit: core already decided
-        for (int64_t j = b; j < e; ++j)
-          if (sq_dist(xi, ci.xs.data() + j * d, d) <= eps2 && ++count >= p.min_samples) return;
-      });
+      int64_t count = g.brute ? 0 : e0 - b0;
+      for (size_t r = 0; r < nr && count < p.min_samples; ++r)
+        for (int64_t j = ranges[r].first; j < ranges[r].second; ++j)
+          if (sq_dist(xi, ci.xs.data() + j * d, d) <= eps2 && ++count >= p.min_samples) break;
       core[i] = count >= p.min_samples;
     }
   }
@@ -160,14 +198,47 @@ std::vector<int64_t> union_cores(const Grid& g, const CellIndex& ci, double eps,
   const int d = g.d;
   const double eps2 = eps * eps;
   UnionFind uf(n);
+  if (g.brute) {  // one "cell" with no diameter guarantee: every core pair once
 #pragma omp parallel for schedule(dynamic, 64)
-  for (int64_t c = 0; c < cells; ++c) {
-    for (int64_t i = ci.cell_start[c]; i < ci.cell_start[c + 1]; ++i) {
+    for (int64_t i = 0; i < n; ++i) {
       if (!core[i]) continue;
       const float* xi = ci.xs.data() + i * d;
+      for (int64_t j = i + 1; j < n; ++j)
+        if (core[j] && sq_dist(xi, ci.xs.data() + j * d, d) <= eps2) uf.unite(i, j);
+    }
+  } else {
+    // First core of each cell (-1: none); a cell's cores are one set (diameter < eps).
+    std::vector<int64_t> first(cells, -1);
+#pragma omp parallel for schedule(dynamic, 256)
+    for (int64_t c = 0; c < cells; ++c)
+      for (int64_t i = ci.cell_start[c]; i < ci.cell_start[c + 1]; ++i)
+        if (core[i]) {
+          if (first[c] < 0) first[c] = i;
+          else uf.unite(first[c], i);
+        }
+#pragma omp parallel for schedule(dynamic, 64)
+    for (int64_t c = 0; c < cells; ++c) {
+      if (first[c] < 0) continue;
+      const int64_t b0 = ci.cell_start[c], e0 = ci.cell_start[c + 1];
       for_neighbor_ranges(g, ci, c, [&](int64_t b, int64_t e) {
-        for (int64_t j = std::max(b, i + 1); j < e; ++j)  // each edge once: j > i
-          if (core[j] && sq_dist(xi, ci.xs.data() + j * d, d) <= eps2) uf.unite(i, j);
+        // Each cell pair once: only cells after c (a range may hold several cells).
+        for (int64_t cb = std::max(b, e0); cb < e; cb = ci.cell_start[ci.point_cell[cb] + 1]) {
+          int64_t other = ci.point_cell[cb];
+          if (first[other] < 0 || uf.find(first[c]) == uf.find(first[other])) continue;
+          // Any one core pair within eps joins the two sets.
+          const int64_t ce = ci.cell_start[other + 1];
+          bool joined = false;
+          for (int64_t i = b0; i < e0 && !joined; ++i) {
+            if (!core[i]) continue;
+            const float* xi = ci.xs.data() + i * d;
+            for (int64_t j = cb; j < ce; ++j)
+              if (core[j] && sq_dist(xi, ci.xs.data() + j * d, d) <= eps2) {
+                uf.unite(i, j);
+                joined = true;
+                break;
+              }
+          }
+        }
       });
     }
   }
