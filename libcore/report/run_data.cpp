@@ -1,0 +1,268 @@
+#include "report/run_data.hpp"
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <sstream>
+
+#include "io/h5.hpp"
+#include "io/schemas.hpp"
+#include "util/error.hpp"
+
+namespace fs = std::filesystem;
+
+namespace sieve::report {
+namespace {
+
+// Typed field access with errors that name the file and the field.
+const Json* field(const Json& j, const std::string& key, const std::string& path, bool required) {
+  auto it = j.find(key);
+  if (it == j.end() || it->is_null()) {
+    if (required) throw Error(cat(path, ": field '", key, "' missing"));
+    return nullptr;
+  }
+  return &*it;
+}
+
+double num(const Json& j, const std::string& key, const std::string& path, bool required) {
+  const Json* v = field(j, key, path, required);
+  if (!v) return kNaN;
+  if (!v->is_number())
+    throw Error(cat(path, ": field '", key, "': expected a number, found ", v->type_name()));
+  return v->get<double>();
+}
+
+int64_t integer(const Json& j, const std::string& key, const std::string& path, bool required,
+                int64_t def) {
+  const Json* v = field(j, key, path, required);
+  if (!v) return def;
+  if (!v->is_number_integer() && !v->is_number_unsigned())
+    throw Error(cat(path, ": field '", key, "': expected an integer, found ", v->type_name()));
+  return v->get<int64_t>();
+}
+
+std::string slurp(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  SIEVE_CHECK(in, path, ": cannot read");
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+void load_dataset(RunData& d) {
+  DatasetInfo& ds = d.dataset;
+  ds.path = d.run_dir + "/dataset.h5";
+  if (!fs::exists(ds.path)) {
+    d.notes.push_back("no dataset.h5: class names, data size and thumbnails are not available");
+    return;
+  }
+  auto f = h5::File::open(ds.path);
+  h5::require_schema(f, schema::kDataset);
+  ds.present = true;
+  ds.num_classes = f.attr_int("/", "num_classes");
+  if (f.has_attr("/", "class_names")) ds.class_names = f.attr_strings("/", "class_names");
+  ds.kind = f.has_attr("/", "kind") ? f.attr_string("/", "kind") : "image";
+  ds.source = f.has_attr("/", "source") ? f.attr_string("/", "source") : "";
+  ds.n_train = int64_t(f.require<int32_t>("/train/labels", 1)[0]);
+  if (f.exists("/test/labels")) ds.n_test = int64_t(f.require<int32_t>("/test/labels", 1)[0]);
+  if (f.exists("/train/images")) {
+    auto dims = f.require<uint8_t>("/train/images", 4);
+    SIEVE_CHECK(int64_t(dims[0]) == ds.n_train, ds.path, ": /train/images has ", dims[0],
+                " rows but /train/labels ", ds.n_train);
+    ds.sample_shape = {int64_t(dims[1]), int64_t(dims[2]), int64_t(dims[3])};
+    ds.bytes_per_sample = int64_t(dims[1] * dims[2] * dims[3]);
+  } else if (f.exists("/train/features")) {
+    auto dims = f.require<float>("/train/features", 2);
+    ds.sample_shape = {int64_t(dims[1])};
+    ds.bytes_per_sample = int64_t(4 * dims[1]);
+  } else {
+    throw Error(cat(ds.path, ": neither /train/images nor /train/features present"));
+  }
+  ds.has_noise_truth = f.exists("/train/noise_truth");
+}
+
+void load_features(RunData& d) {
+  FeaturesInfo& fi = d.features;
+  fi.path = d.run_dir + "/features.h5";
+  if (!fs::exists(fi.path)) {
+    d.notes.push_back("no features.h5 (extract_features has not run)");
+    return;
+  }
+  auto f = h5::File::open(fi.path);
+  h5::require_schema(f, schema::kFeatures);
+  auto dims = f.require<float>("/train/features", 2);
+  fi.present = true;
+  fi.n = int64_t(dims[0]);
+  fi.dim = int64_t(dims[1]);
+  if (f.has_attr("/", "layer")) fi.layer = f.attr_string("/", "layer");
+  if (f.has_attr("/", "model")) fi.model = f.attr_string("/", "model");
+}
+
+double attr_or_nan(const h5::File& f, const std::string& name) {
+  return f.has_attr("/", name) ? f.attr_double("/", name) : kNaN;
+}
+
+void load_embedding(RunData& d) {
+  EmbeddingInfo& e = d.embedding;
+  e.path = d.run_dir + "/embedding.h5";
+  if (!fs::exists(e.path)) {
+    d.notes.push_back("no embedding.h5: t-SNE scatter and interactive view omitted");
+    return;
+  }
+  auto f = h5::File::open(e.path);
+  h5::require_schema(f, schema::kEmbedding);
+  auto dims = f.require<float>("/embedding", 2);
+  e.n = int64_t(dims[0]);
+  e.dims = int64_t(dims[1]);
+  SIEVE_CHECK(e.dims >= 2, e.path, ": /embedding: expected at least 2 columns, found ", e.dims);
+  f.require<int32_t>("/labels", 1);
+  f.require<int64_t>("/sample_id", 1);
+  e.points = f.read_all<float>("/embedding");
+  e.labels = f.read_all<int32_t>("/labels");
+  e.sample_id = f.read_all<int64_t>("/sample_id");
+  SIEVE_CHECK(int64_t(e.labels.size()) == e.n && int64_t(e.sample_id.size()) == e.n, e.path,
+              ": /labels and /sample_id must have ", e.n, " rows like /embedding");
+  e.method = f.has_attr("/", "method") ? f.attr_string("/", "method") : "";
+  e.perplexity = attr_or_nan(f, "perplexity");
+  e.kl_divergence = attr_or_nan(f, "kl_divergence");
+  e.knn_preservation = attr_or_nan(f, "knn_preservation");
+  e.trustworthiness = attr_or_nan(f, "trustworthiness");
+  e.present = true;
+}
+
+void load_filter(RunData& d) {
+  FilterInfo& fi = d.filter;
+  fi.path = d.run_dir + "/filter.h5";
+  if (!fs::exists(fi.path)) {
+    d.notes.push_back("no filter.h5: data-reduction table and noise highlighting omitted");
+    return;
+  }
+  auto f = h5::File::open(fi.path);
+  h5::require_schema(f, schema::kFilter);
+  auto n = f.require<int32_t>("/cluster", 1)[0];
+  f.require<uint8_t>("/keep", 1);
+  f.require<int64_t>("/sample_id", 1);
+  fi.cluster = f.read_all<int32_t>("/cluster");
+  fi.keep = f.read_all<uint8_t>("/keep");
+  fi.sample_id = f.read_all<int64_t>("/sample_id");
+  SIEVE_CHECK(fi.keep.size() == n && fi.sample_id.size() == n, fi.path,
+              ": /keep and /sample_id must have ", n, " rows like /cluster");
+  const std::string pc = "/per_class/";
+  if (f.exists("/per_class")) {
+    auto rows = f.require<int64_t>(pc + "class", 1)[0];
+    for (const char* c : {"samples", "clusters", "noise"})
+      SIEVE_CHECK(f.require<int64_t>(pc + c, 1)[0] == rows, fi.path, ": ", pc, c,
+                  ": expected ", rows, " rows like ", pc, "class");
+    SIEVE_CHECK(f.require<double>(pc + "removed_pct", 1)[0] == rows, fi.path, ": ", pc,
+                "removed_pct: expected ", rows, " rows");
+    auto cls = f.read_all<int64_t>(pc + "class"), smp = f.read_all<int64_t>(pc + "samples"),
+         clu = f.read_all<int64_t>(pc + "clusters"), noi = f.read_all<int64_t>(pc + "noise");
+    auto pct = f.read_all<double>(pc + "removed_pct");
+    for (size_t i = 0; i < cls.size(); ++i)
+      fi.per_class.push_back({cls[i], smp[i], clu[i], noi[i], pct[i]});
+  } else {
+    d.notes.push_back(cat(fi.path, " has no /per_class table: per-class rows omitted"));
+  }
+  fi.method = f.has_attr("/", "method") ? f.attr_string("/", "method") : "";
+  fi.eps = attr_or_nan(f, "eps");
+  fi.min_samples = f.has_attr("/", "min_samples") ? f.attr_int("/", "min_samples") : 0;
+  fi.noise_precision = attr_or_nan(f, "noise_precision");
+  fi.noise_recall = attr_or_nan(f, "noise_recall");
+  fi.present = true;
+}
+
+void load_runs(RunData& d) {
+  if (!fs::is_directory(d.sweep_dir)) {
+    d.notes.push_back(cat("no sweep directory ", d.sweep_dir,
+                          ": accuracy-vs-batch and throughput sections omitted"));
+    return;
+  }
+  static const std::regex run_re("run-([0-9]+)");
+  for (auto& ent : fs::directory_iterator(d.sweep_dir)) {
+    std::smatch m;
+    std::string name = ent.path().filename().string();
+    if (!ent.is_directory() || !std::regex_match(name, m, run_re)) continue;
+    std::string rpath = ent.path().string() + "/result.json";
+    if (!fs::exists(rpath)) {
+      d.notes.push_back(cat(ent.path().string(), ": no result.json (run unfinished), skipped"));
+      continue;
+    }
+    Json j;
+    try {
+      j = Json::parse(slurp(rpath));
+    } catch (const Json::parse_error& e) {
+      throw Error(cat(rpath, ": not valid JSON (", e.what(), ")"));
+    }
+    RunResult r = parse_result(j, rpath);
+    r.index = std::stoll(m[1].str());
+    std::string mpath = ent.path().string() + "/metrics.jsonl";
+    if (fs::exists(mpath)) r.epochs_logged = read_json_lines(mpath).size();
+    d.runs.push_back(r);
+  }
+  std::sort(d.runs.begin(), d.runs.end(),
+            [](const RunResult& a, const RunResult& b) { return a.index < b.index; });
+  if (d.runs.empty()) d.notes.push_back(cat("no finished runs in ", d.sweep_dir));
+}
+
+}  // namespace
+
+RunResult parse_result(const Json& j, const std::string& path) {
+  SIEVE_CHECK(j.is_object(), path, ": expected a JSON object, found ", j.type_name());
+  RunResult r;
+  r.path = path;
+  const Json* arm = field(j, "arm", path, true);
+  SIEVE_CHECK(arm->is_string(), path, ": field 'arm': expected a string, found ",
+              arm->type_name());
+  r.arm = arm->get<std::string>();
+  SIEVE_CHECK(r.arm == "full" || r.arm == "filtered" || r.arm == "random", path,
+              ": field 'arm': expected full, filtered or random, found '", r.arm, "'");
+  r.global_batch = integer(j, "global_batch", path, true, 0);
+  SIEVE_CHECK(r.global_batch > 0, path, ": field 'global_batch' must be positive");
+  r.final_test_acc = num(j, "final_test_acc", path, true);
+  r.ranks = integer(j, "ranks", path, false, 1);
+  SIEVE_CHECK(r.ranks > 0, path, ": field 'ranks' must be positive");
+  r.seed = integer(j, "seed", path, false, 0);
+  r.per_rank_batch = integer(j, "per_rank_batch", path, false, r.global_batch / r.ranks);
+  r.samples = integer(j, "samples_used", path, false, integer(j, "samples", path, false, -1));
+  r.best_test_acc = num(j, "best_test_acc", path, false);
+  r.train_acc = num(j, "train_acc", path, false);
+  r.gen_gap = num(j, "gen_gap", path, false);
+  if (std::isnan(r.gen_gap) && !std::isnan(r.train_acc)) r.gen_gap = r.train_acc - r.final_test_acc;
+  r.time_to_best_s = num(j, "time_to_best_s", path, false);
+  r.images_per_s = num(j, "images_per_s", path, false);
+  r.images_per_s_per_rank = num(j, "images_per_s_per_rank", path, false);
+  if (std::isnan(r.images_per_s_per_rank) && !std::isnan(r.images_per_s))
+    r.images_per_s_per_rank = r.images_per_s / double(r.ranks);
+  r.weight_decay = num(j, "weight_decay", path, false);
+  r.lr = num(j, "lr", path, false);
+  // A run without a test split reports -1: treat as "no accuracy", not as 0 %.
+  if (r.final_test_acc < 0) r.final_test_acc = kNaN;
+  if (r.best_test_acc < 0) r.best_test_acc = kNaN;
+  return r;
+}
+
+RunData load_run(const std::string& run_dir, const std::string& sweep_dir) {
+  RunData d;
+  d.run_dir = run_dir;
+  d.sweep_dir = sweep_dir;
+  SIEVE_CHECK(fs::is_directory(run_dir), run_dir, ": run directory does not exist");
+  load_dataset(d);
+  d.pretrain_metrics_path = run_dir + "/pretrain/metrics.jsonl";
+  if (fs::exists(d.pretrain_metrics_path))
+    d.pretrain_metrics = read_json_lines(d.pretrain_metrics_path);
+  else
+    d.notes.push_back("no pretrain/metrics.jsonl: pretraining curve omitted");
+  load_features(d);
+  load_embedding(d);
+  load_filter(d);
+  load_runs(d);
+  return d;
+}
+
+std::string class_name(const RunData& d, int64_t k) {
+  if (k >= 0 && k < int64_t(d.dataset.class_names.size())) return d.dataset.class_names[k];
+  return cat("class ", k);
+}
+
+}  // namespace sieve::report

@@ -1,0 +1,98 @@
+// What the report reads from a run directory (docs/formats.md), loaded once.
+//
+// Every input is optional: a missing file becomes a note in the report ("no filter.h5:
+// data-reduction table omitted") so a report can be made after any prefix of the pipeline.
+// A file that IS present but malformed (wrong schema, missing dataset, wrong JSON type) is
+// a sieve::Error naming the file and what was expected: a half-written or foreign file
+// must not silently turn into an empty section.
+#pragma once
+#include <cstdint>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "io/metrics.hpp"
+
+namespace sieve::report {
+
+inline constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+// One train_scaled run: <sweep>/run-<index>/result.json (+ metrics.jsonl epochs).
+struct RunResult {
+  std::string path;  // result.json
+  int64_t index = -1;
+  std::string arm;  // "full" | "filtered" | "random"
+  int64_t seed = 0, ranks = 1, global_batch = 0, per_rank_batch = 0, samples = -1;
+  double final_test_acc = kNaN, best_test_acc = kNaN, train_acc = kNaN, gen_gap = kNaN;
+  double time_to_best_s = kNaN, images_per_s = kNaN, images_per_s_per_rank = kNaN;
+  double weight_decay = kNaN, lr = kNaN;
+  size_t epochs_logged = 0;  // lines of metrics.jsonl (0 when absent)
+};
+
+// Parse one result.json text; `path` names the file in errors.
+RunResult parse_result(const Json& j, const std::string& path);
+
+struct DatasetInfo {
+  bool present = false;
+  std::string path, kind, source;
+  int64_t n_train = 0, n_test = 0, num_classes = 0;
+  std::vector<std::string> class_names;
+  std::vector<int64_t> sample_shape;  // [H,W,C] for images, [F] for tabular
+  int64_t bytes_per_sample = 0;       // H*W*C (uint8) or 4F (float32)
+  bool has_noise_truth = false;
+};
+
+struct ClassRow {  // one row of the paper's Table I
+  int64_t cls = 0, samples = 0, clusters = 0, noise = 0;
+  double removed_pct = 0;
+};
+
+struct FilterInfo {
+  bool present = false;
+  std::string path, method;
+  double eps = kNaN;
+  int64_t min_samples = 0;
+  double noise_precision = kNaN, noise_recall = kNaN;  // NaN: no ground truth
+  std::vector<ClassRow> per_class;
+  std::vector<int32_t> cluster;  // [N], -1 = noise
+  std::vector<uint8_t> keep;     // [N]
+  std::vector<int64_t> sample_id;
+};
+
+struct EmbeddingInfo {
+  bool present = false;
+  std::string path, method;
+  int64_t n = 0, dims = 0;
+  std::vector<float> points;  // [n, dims]
+  std::vector<int32_t> labels;
+  std::vector<int64_t> sample_id;
+  double perplexity = kNaN, kl_divergence = kNaN, knn_preservation = kNaN,
+         trustworthiness = kNaN;
+};
+
+struct FeaturesInfo {
+  bool present = false;
+  std::string path, layer, model;
+  int64_t n = 0, dim = 0;
+};
+
+struct RunData {
+  std::string run_dir;
+  DatasetInfo dataset;
+  FeaturesInfo features;
+  EmbeddingInfo embedding;
+  FilterInfo filter;
+  std::vector<Json> pretrain_metrics;  // pretrain/metrics.jsonl
+  std::string pretrain_metrics_path;
+  std::vector<RunResult> runs;  // sorted by index
+  std::string sweep_dir;
+  std::vector<std::string> notes;  // "what is missing" lines for the report
+};
+
+// Load everything under run_dir (sweep_dir: where the run-<index> directories are).
+RunData load_run(const std::string& run_dir, const std::string& sweep_dir);
+
+// Class name of class k (dataset names when present, else "class k").
+std::string class_name(const RunData& d, int64_t k);
+
+}  // namespace sieve::report

@@ -1,0 +1,205 @@
+// Sections over the data stages: overview of the inputs, the per-class data reduction
+// (the paper's Table I) and the t-SNE embedding with DBSCAN noise (static + interactive).
+#include <algorithm>
+#include <cmath>
+#include <unordered_map>
+
+#include "report/interactive.hpp"
+#include "report/sections.hpp"
+
+namespace sieve::report {
+namespace {
+
+const char* kPalette[] = {"#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd",
+                          "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf"};
+
+std::string shape_str(const std::vector<int64_t>& s) {
+  std::string out;
+  for (size_t i = 0; i < s.size(); ++i) out += (i ? "×" : "") + std::to_string(s[i]);
+  return out;
+}
+
+}  // namespace
+
+void section_overview(SectionContext& c) {
+  const RunData& d = c.data;
+  c.doc.section("Run and inputs", "overview");
+  c.doc.paragraph(cat("Run '", c.cfg.get_string("run.name"), "' in ", d.run_dir, "."));
+  std::vector<Row> rows;
+  auto status = [](bool p) { return p ? std::string("present") : std::string("missing"); };
+  rows.push_back({"dataset.h5", status(d.dataset.present),
+                  d.dataset.present
+                      ? cat(d.dataset.kind, ", ", d.dataset.n_train, " train / ", d.dataset.n_test,
+                            " test samples of ", shape_str(d.dataset.sample_shape), ", ",
+                            d.dataset.num_classes, " classes",
+                            d.dataset.has_noise_truth ? ", with noise ground truth" : "")
+                      : ""});
+  rows.push_back({"pretrain/metrics.jsonl", status(!d.pretrain_metrics.empty()),
+                  d.pretrain_metrics.empty() ? "" : cat(d.pretrain_metrics.size(), " epochs")});
+  rows.push_back({"features.h5", status(d.features.present),
+                  d.features.present ? cat(d.features.n, " × ", d.features.dim, " features",
+                                           d.features.layer.empty() ? "" : " from layer " + d.features.layer)
+                                     : ""});
+  rows.push_back({"embedding.h5", status(d.embedding.present),
+                  d.embedding.present
+                      ? cat(d.embedding.n, " points in ", d.embedding.dims, "-D",
+                            d.embedding.method.empty() ? "" : " (" + d.embedding.method + ")")
+                      : ""});
+  int64_t kept = 0;
+  for (auto k : d.filter.keep) kept += k ? 1 : 0;
+  rows.push_back({"filter.h5", status(d.filter.present),
+                  d.filter.present ? cat(kept, " of ", d.filter.keep.size(), " samples kept",
+                                         d.filter.method.empty() ? "" : " (" + d.filter.method + ")")
+                                   : ""});
+  rows.push_back({"sweep/run-*/result.json", status(!d.runs.empty()),
+                  d.runs.empty() ? "" : cat(d.runs.size(), " finished runs")});
+  c.doc.table({"input", "status", "contents"}, rows);
+  if (!d.notes.empty()) {
+    c.doc.paragraph("Missing or partial inputs (their sections are left out or shortened):");
+    c.doc.bullets(d.notes);
+  }
+  if (d.embedding.present) {
+    c.doc.paragraph(cat("Embedding quality: KL divergence ", fixed(d.embedding.kl_divergence, 4),
+                        ", 10-NN preservation ", fixed(d.embedding.knn_preservation, 4),
+                        ", trustworthiness ", fixed(d.embedding.trustworthiness, 4),
+                        ", perplexity ", fixed(d.embedding.perplexity, 1), "."));
+  }
+}
+
+void section_reduction(SectionContext& c) {
+  const FilterInfo& f = c.data.filter;
+  c.doc.section("Data reduction per class", "reduction");
+  if (!f.present) {
+    c.doc.note("No filter.h5: run cluster_filter to fill this section.");
+    return;
+  }
+  c.doc.paragraph(cat("Clustering: ", f.method.empty() ? "n/a" : f.method, ", eps ",
+                      fmt(f.eps, 4).empty() ? "n/a" : fmt(f.eps, 4), ", min_samples ",
+                      f.min_samples, ". Noise points (cluster −1) are removed from the "
+                      "filtered arm; the random arm removes as many, chosen at random."));
+  std::vector<Row> csv, table;
+  int64_t ts = 0, tc = 0, tn = 0;
+  for (auto& r : f.per_class) {
+    const std::string name = class_name(c.data, r.cls);
+    csv.push_back({std::to_string(r.cls), name, std::to_string(r.samples),
+                   std::to_string(r.clusters), std::to_string(r.noise), fmt(r.removed_pct)});
+    table.push_back({std::to_string(r.cls), name, std::to_string(r.samples),
+                     std::to_string(r.clusters), std::to_string(r.noise), fixed(r.removed_pct, 2)});
+    ts += r.samples, tc += r.clusters, tn += r.noise;
+  }
+  write_csv(c.dir + "/data/data_reduction.csv",
+            {"class", "name", "samples", "clusters", "noise", "removed_pct"}, csv);
+  if (!f.per_class.empty())
+    table.push_back({"all", "total", std::to_string(ts), std::to_string(tc), std::to_string(tn),
+                     fixed(ts ? 100.0 * double(tn) / double(ts) : 0.0, 2)});
+  c.doc.table({"class", "name", "samples", "clusters", "noise", "removed %"}, table,
+              "Table I: DBSCAN clusters and noise removed per class");
+  c.doc.link("data/data_reduction.csv", "data/data_reduction.csv");
+  if (!std::isnan(f.noise_precision) || !std::isnan(f.noise_recall)) {
+    c.doc.paragraph(cat("Against the injected-noise ground truth: precision ",
+                        pct(f.noise_precision), " %, recall ", pct(f.noise_recall),
+                        " % (share of removed samples that were noise; share of noise removed)."));
+  } else {
+    c.doc.note("No noise ground truth (noise_precision/noise_recall absent): precision and "
+               "recall of the removal cannot be given.");
+  }
+}
+
+void section_embedding(SectionContext& c) {
+  const EmbeddingInfo& e = c.data.embedding;
+  const FilterInfo& f = c.data.filter;
+  c.doc.section("t-SNE embedding and DBSCAN noise", "embedding");
+  if (!e.present) {
+    c.doc.note("No embedding.h5: run reduce_dims to fill this section.");
+    return;
+  }
+  std::unordered_map<int64_t, int32_t> cluster_of;
+  for (size_t i = 0; i < f.sample_id.size(); ++i) cluster_of[f.sample_id[i]] = f.cluster[i];
+  std::vector<ScatterPoint> pts(size_t(e.n));
+  int64_t joined = 0, noise = 0, num_classes = c.data.dataset.num_classes;
+  std::vector<Row> csv;
+  for (int64_t i = 0; i < e.n; ++i) {
+    ScatterPoint& p = pts[size_t(i)];
+    p.x = e.points[size_t(i * e.dims)];
+    p.y = e.points[size_t(i * e.dims + 1)];
+    p.label = e.labels[size_t(i)];
+    p.sample_id = e.sample_id[size_t(i)];
+    auto it = cluster_of.find(p.sample_id);
+    if (it != cluster_of.end()) p.cluster = it->second, p.noise = it->second < 0, ++joined;
+    noise += p.noise;
+    num_classes = std::max<int64_t>(num_classes, p.label + 1);
+    csv.push_back({std::to_string(p.sample_id), fmt(p.x), fmt(p.y), std::to_string(p.label),
+                   std::to_string(p.cluster), p.noise ? "1" : "0"});
+  }
+  write_csv(c.dir + "/data/tsne_points.csv", {"sample_id", "x", "y", "label", "cluster", "noise"},
+            csv);
+  std::vector<Row> classes;
+  std::vector<std::string> names;
+  for (int64_t k = 0; k < num_classes; ++k) {
+    names.push_back(class_name(c.data, k));
+    classes.push_back({std::to_string(k), names.back()});
+  }
+  write_csv(c.dir + "/data/classes.csv", {"label", "name"}, classes);
+  if (f.present && joined < e.n)
+    c.doc.note(cat(e.n - joined, " embedding points have no entry in filter.h5 (by sample_id)."));
+  c.doc.paragraph(cat(e.n, " points, ", noise, " marked as DBSCAN noise (black crosses)."));
+
+  // All classes in one scatter; a palette instead of a legend beyond 20 classes.
+  const std::string src = "'data/tsne_points.csv' skip 1";
+  std::string gp = terminal_line(c.format, 900, 800) +
+                   cat("set output ", gp_quote(c.figure_path("tsne_scatter")), "\n",
+                       "set datafile separator ','\nset size ratio -1\nset key outside right\n"
+                       "set offsets graph 0.03, graph 0.03, graph 0.03, graph 0.03\n"
+                       "set title 't-SNE embedding by class; DBSCAN noise as black crosses'\n"
+                       "unset xtics\nunset ytics\n");
+  if (num_classes <= 20) {
+    gp += "plot ";
+    for (int64_t k = 0; k < num_classes; ++k)
+      gp += cat(k ? ", " : "", src, " using ($4==", k, " && $6==0 ? $2 : NaN):3 with points pt 7 "
+                "ps 0.7 lc rgb '", k < 10 ? kPalette[k] : "#555555", "' title ",
+                gp_quote(names[size_t(k)]));
+  } else {
+    gp += cat("set palette rgb 33,13,10\nunset colorbox\nplot ", src,
+              " using ($6==0 ? $2 : NaN):3:4 with points pt 7 ps 0.3 lc palette title 'classes'");
+  }
+  gp += cat(", ", src, " using ($6==1 ? $2 : NaN):3 with points pt 2 ps 0.8 lw 1.5 lc rgb "
+            "'black' title 'DBSCAN noise'\n");
+  run_gnuplot(c.dir, "tsne_scatter", gp, c.figure_path("tsne_scatter"));
+  c.doc.figure(c.figure_path("tsne_scatter"), "t-SNE embedding, colour = class, × = DBSCAN noise",
+               {"data/tsne_points.csv", "data/classes.csv"}, "fig-tsne");
+
+  // One panel per class (its points coloured, its noise black, the rest grey).
+  if (num_classes <= 25) {
+    const int64_t cols = std::min<int64_t>(5, num_classes);
+    const int64_t rows = (num_classes + cols - 1) / cols;
+    std::string mp = terminal_line(c.format, int(cols * 260), int(rows * 250)) +
+                     cat("set output ", gp_quote(c.figure_path("tsne_per_class")), "\n",
+                         "set datafile separator ','\nunset xtics\nunset ytics\nunset key\n",
+                         "set offsets graph 0.03, graph 0.03, graph 0.03, graph 0.03\n",
+                         "set multiplot layout ", rows, ",", cols,
+                         " title 't-SNE per class (noise ×)'\n");
+    for (int64_t k = 0; k < num_classes; ++k)
+      mp += cat("set title ", gp_quote(names[size_t(k)]), "\nplot ", src,
+                " using ($4!=", k, " ? $2 : NaN):3 with dots lc rgb '#dddddd', ", src,
+                " using ($4==", k, " && $6==0 ? $2 : NaN):3 with points pt 7 ps 0.3 lc rgb '",
+                kPalette[k % 10], "', ", src, " using ($4==", k,
+                " && $6==1 ? $2 : NaN):3 with points pt 2 ps 0.7 lc rgb 'black'\n");
+    mp += "unset multiplot\n";
+    run_gnuplot(c.dir, "tsne_per_class", mp, c.figure_path("tsne_per_class"));
+    c.doc.figure(c.figure_path("tsne_per_class"), "t-SNE per class with its DBSCAN noise",
+                 {"data/tsne_points.csv"}, "fig-tsne-per-class");
+  } else {
+    c.doc.note(cat("Per-class panels omitted for ", num_classes, " classes (at most 25)."));
+  }
+
+  InteractiveOptions io;
+  io.max_points = c.cfg.get_int("report.interactive.max_points");
+  io.max_thumbnails = c.cfg.get_int("report.interactive.max_thumbnails");
+  io.dataset_path = c.data.dataset.present ? c.data.dataset.path : "";
+  io.title = cat("t-SNE embedding: ", c.cfg.get_string("run.name"));
+  int64_t drawn = write_interactive(c.dir + "/tsne_interactive.html", pts, names, io);
+  c.doc.link(cat("Interactive view (", drawn, " points; hover for image and labels)"),
+             "tsne_interactive.html");
+}
+
+}  // namespace sieve::report

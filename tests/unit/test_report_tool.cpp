@@ -1,0 +1,323 @@
+// End-to-end tests of the report program on a fake run directory built here: tiny HDF5
+// files with the documented names (docs/formats.md) and result.json files whose expected
+// aggregates are computed independently in the test.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <regex>
+#include <sstream>
+
+#include "io/h5.hpp"
+#include "io/metrics.hpp"
+#include "io/schemas.hpp"
+#include "support/test_util.hpp"
+
+namespace fs = std::filesystem;
+using namespace sieve;
+
+namespace {
+
+constexpr int kN = 30, kClasses = 3, kH = 8, kW = 8, kC = 3;
+const std::vector<int64_t> kBatches = {16, 64};
+const std::vector<std::string> kArms = {"full", "filtered", "random"};
+
+std::string slurp(const std::string& p) {
+  std::ifstream in(p);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// CSV -> rows of fields (no quoted commas in the files read here except class names).
+std::vector<std::vector<std::string>> read_csv(const std::string& p) {
+  std::vector<std::vector<std::string>> rows;
+  std::ifstream in(p);
+  std::string line;
+  while (std::getline(in, line)) {
+    std::vector<std::string> f;
+    std::string cur;
+    bool q = false;
+    for (char c : line) {
+      if (c == '"') q = !q;
+      else if (c == ',' && !q) f.push_back(cur), cur.clear();
+      else cur += c;
+    }
+    f.push_back(cur);
+    rows.push_back(f);
+  }
+  return rows;
+}
+
+double acc_of(const std::string& arm, int64_t batch, int seed) {
+  double off = arm == "filtered" ? 0.02 : arm == "random" ? -0.03 : 0.0;
+  return 0.8 + off - 0.01 * std::log2(double(batch) / 16) + 0.004 * seed;
+}
+
+void write_h5_inputs(const std::string& dir, bool with_filter) {
+  {
+    auto f = h5::File::create(dir + "/dataset.h5");
+    h5::stamp(f, schema::kDataset, "run: {}\n");
+    std::vector<uint8_t> img(size_t(kN) * kH * kW * kC);
+    for (size_t i = 0; i < img.size(); ++i) img[i] = uint8_t(i * 7 % 251);
+    std::vector<int32_t> labels(kN);
+    std::vector<int64_t> ids(kN);
+    std::vector<uint8_t> truth(kN, 0);
+    for (int i = 0; i < kN; ++i) labels[i] = i % kClasses, ids[i] = 100 + i, truth[i] = i % 7 == 0;
+    f.write_small<uint8_t>("/train/images", {kN, kH, kW, kC}, img);
+    f.write_small<int32_t>("/train/labels", {kN}, labels);
+    f.write_small<int64_t>("/train/sample_id", {kN}, ids);
+    f.write_small<uint8_t>("/train/noise_truth", {kN}, truth);
+    f.write_small<int32_t>("/test/labels", {6}, std::vector<int32_t>(6, 0));
+    f.set_attr("/", "num_classes", int64_t(kClasses));
+    f.set_attr("/", "class_names", std::vector<std::string>{"cat", "dog", "bird, small"});
+    f.set_attr("/", "kind", std::string("image"));
+  }
+  {
+    auto f = h5::File::create(dir + "/embedding.h5");
+    h5::stamp(f, schema::kEmbedding, "run: {}\n");
+    std::vector<float> e(kN * 2);
+    std::vector<int32_t> labels(kN);
+    std::vector<int64_t> ids(kN);
+    for (int i = 0; i < kN; ++i) {
+      labels[i] = i % kClasses, ids[i] = 100 + i;
+      e[2 * i] = float(labels[i] * 10 + (i % 5)), e[2 * i + 1] = float((i * 3) % 11);
+    }
+    f.write_small<float>("/embedding", {kN, 2}, e);
+    f.write_small<int32_t>("/labels", {kN}, labels);
+    f.write_small<int64_t>("/sample_id", {kN}, ids);
+    f.set_attr("/", "method", std::string("tsne"));
+    f.set_attr("/", "kl_divergence", 0.5);
+    f.set_attr("/", "knn_preservation", 0.9);
+    f.set_attr("/", "trustworthiness", 0.95);
+    f.set_attr("/", "perplexity", 30.0);
+  }
+  if (with_filter) {
+    auto f = h5::File::create(dir + "/filter.h5");
+    h5::stamp(f, schema::kFilter, "run: {}\n");
+    std::vector<int32_t> cl(kN);
+    std::vector<uint8_t> keep(kN);
+    std::vector<int64_t> ids(kN);
+    for (int i = 0; i < kN; ++i) cl[i] = i % 7 == 0 ? -1 : i % kClasses, keep[i] = cl[i] >= 0,
+                                 ids[i] = 100 + i;
+    f.write_small<int32_t>("/cluster", {kN}, cl);
+    f.write_small<uint8_t>("/keep", {kN}, keep);
+    f.write_small<uint8_t>("/random_keep", {kN}, keep);
+    f.write_small<int64_t>("/sample_id", {kN}, ids);
+    f.write_small<int64_t>("/per_class/class", {3}, {0, 1, 2});
+    f.write_small<int64_t>("/per_class/samples", {3}, {10, 10, 10});
+    f.write_small<int64_t>("/per_class/clusters", {3}, {2, 1, 3});
+    f.write_small<int64_t>("/per_class/noise", {3}, {2, 1, 2});
+    f.write_small<double>("/per_class/removed_pct", {3}, {20.0, 10.0, 20.0});
+    f.set_attr("/", "method", std::string("dbscan"));
+    f.set_attr("/", "eps", 0.5);
+    f.set_attr("/", "min_samples", int64_t(5));
+    f.set_attr("/", "noise_precision", 0.75);
+    f.set_attr("/", "noise_recall", 0.6);
+  }
+}
+
+// 3 arms x 2 batches x 2 seeds; ranks 1, 2, 4 by seed/batch for the throughput table.
+void write_runs(const std::string& dir) {
+  int index = 0;
+  for (auto& arm : kArms)
+    for (int64_t b : kBatches)
+      for (int seed = 1; seed <= 2; ++seed) {
+        std::string rd = dir + "/sweep/run-" + std::to_string(index++);
+        fs::create_directories(rd);
+        int64_t ranks = b == 16 ? 1 : seed == 1 ? 2 : 4;
+        Json j = {{"arm", arm}, {"global_batch", b}, {"seed", seed}, {"ranks", ranks},
+                  {"per_rank_batch", b / ranks}, {"final_test_acc", acc_of(arm, b, seed)},
+                  {"best_test_acc", acc_of(arm, b, seed) + 0.01},
+                  {"train_acc", acc_of(arm, b, seed) + 0.1}, {"gen_gap", 0.1},
+                  {"time_to_best_s", 12.5}, {"images_per_s", 100.0 * ranks * (ranks == 4 ? 0.8 : 1.0)},
+                  {"images_per_s_per_rank", 100.0 * (ranks == 4 ? 0.8 : 1.0)},
+                  {"weight_decay", 5e-4}, {"lr", 0.1}, {"samples_used", 25}};
+        std::ofstream(rd + "/result.json") << j.dump(2);
+        std::ofstream(rd + "/metrics.jsonl") << "{\"epoch\":1}\n{\"epoch\":2}\n";
+      }
+}
+
+std::string make_run(const std::string& name, bool with_filter = true) {
+  std::string dir = test::scratch_dir("report_" + name);
+  write_h5_inputs(dir, with_filter);
+  write_runs(dir);
+  fs::create_directories(dir + "/pretrain");
+  std::ofstream(dir + "/pretrain/metrics.jsonl")
+      << "{\"epoch\":1,\"train_loss\":2.0,\"train_acc\":0.3,\"test_loss\":2.1,\"test_acc\":0.28,"
+         "\"images_per_s\":500,\"images_per_s_per_rank\":250}\n"
+         "{\"epoch\":2,\"train_loss\":1.5,\"train_acc\":0.5,\"test_loss\":1.6,\"test_acc\":0.45,"
+         "\"images_per_s\":510,\"images_per_s_per_rank\":255}\n";
+  return dir;
+}
+
+int run_report(const std::string& dir, const std::string& extra, std::string* out) {
+  return test::run_command(test::tool_path("report") + " --run-dir " + dir +
+                               " --set run.name=fake --set scaled.model.arch=mlp --set scaled.model.hidden=[64,64]"
+                               " --set scaled.global_batch=64 " + extra,
+                           out);
+}
+
+}  // namespace
+
+TEST(ReportTool, FullRunDirectoryGivesTablesFiguresAndMatchingCsv) {
+  std::string dir = make_run("full");
+  std::string out;
+  ASSERT_EQ(run_report(dir, "", &out), 0) << out;
+  const std::string rep = dir + "/report";
+  ASSERT_TRUE(fs::exists(rep + "/index.html"));
+  ASSERT_TRUE(fs::exists(rep + "/index.md"));
+  ASSERT_TRUE(fs::exists(rep + "/report.config.yaml"));
+  std::string html = slurp(rep + "/index.html"), md = slurp(rep + "/index.md");
+
+  // Every local file the HTML references exists and is non-empty.
+  std::regex ref("(?:src|href)=\"([^\"#][^\"]*)\"");
+  int refs = 0;
+  for (auto it = std::sregex_iterator(html.begin(), html.end(), ref); it != std::sregex_iterator();
+       ++it, ++refs) {
+    std::string p = rep + "/" + (*it)[1].str();
+    EXPECT_TRUE(fs::exists(p) && fs::file_size(p) > 0) << p;
+  }
+  EXPECT_GE(refs, 12);
+  for (const char* fig : {"accuracy_vs_batch", "gen_gap_vs_batch", "tsne_scatter",
+                          "tsne_per_class", "throughput_vs_ranks", "pretrain_curve",
+                          "predicted_scaling"}) {
+    EXPECT_NE(html.find(std::string("figures/") + fig + ".png"), std::string::npos) << fig;
+    EXPECT_NE(md.find(std::string("figures/") + fig + ".png"), std::string::npos) << fig;
+    // A real PNG: the signature bytes.
+    EXPECT_EQ(slurp(rep + "/figures/" + fig + ".png").substr(1, 3), "PNG") << fig;
+  }
+
+  // Accuracy CSV: mean/std over the two seeds, computed here from the inputs.
+  auto acc = read_csv(rep + "/data/accuracy_vs_batch.csv");
+  ASSERT_EQ(acc.size(), 1u + kArms.size() * kBatches.size());
+  EXPECT_EQ(acc[0][0], "arm");
+  for (size_t r = 1; r < acc.size(); ++r) {
+    std::string arm = acc[r][0];
+    int64_t b = std::stoll(acc[r][1]);
+    double a1 = acc_of(arm, b, 1), a2 = acc_of(arm, b, 2), mean = (a1 + a2) / 2;
+    double sd = std::sqrt(((a1 - mean) * (a1 - mean) + (a2 - mean) * (a2 - mean)) / 1.0);
+    EXPECT_EQ(acc[r][3], "2");
+    EXPECT_NEAR(std::stod(acc[r][4]), mean, 1e-6) << arm << " " << b;
+    EXPECT_NEAR(std::stod(acc[r][5]), sd, 1e-6);
+    EXPECT_NEAR(std::stod(acc[r][6]), std::min(a1, a2), 1e-6);
+  }
+  // The comparison table shows filtered - full = +2.00 points at every batch.
+  EXPECT_NE(md.find("| 16 | 80.60 | 82.60 | 77.60 | 2.00 | 5.00 |"), std::string::npos) << md;
+
+  // Table I: per-class rows with class names, totals row, precision/recall.
+  auto red = read_csv(rep + "/data/data_reduction.csv");
+  ASSERT_EQ(red.size(), 4u);
+  EXPECT_EQ(red[3][1], "bird, small");
+  EXPECT_EQ(red[2][3], "1");
+  EXPECT_EQ(red[3][4], "2");
+  EXPECT_NE(md.find("| all | total | 30 | 6 | 5 | 16.67 |"), std::string::npos) << md;
+  EXPECT_NE(md.find("precision 75.00 %, recall 60.00 %"), std::string::npos);
+
+  // t-SNE points joined with the filter by sample_id: noise exactly where cluster == -1.
+  auto pts = read_csv(rep + "/data/tsne_points.csv");
+  ASSERT_EQ(pts.size(), size_t(kN) + 1);
+  for (int i = 0; i < kN; ++i) {
+    EXPECT_EQ(pts[i + 1][0], std::to_string(100 + i));
+    EXPECT_EQ(pts[i + 1][5], i % 7 == 0 ? "1" : "0") << i;
+  }
+  std::string inter = slurp(rep + "/tsne_interactive.html");
+  EXPECT_NE(inter.find("id=\"points-data\""), std::string::npos);
+  EXPECT_EQ(inter.find("http://"), std::string::npos);  // no network
+  EXPECT_EQ(inter.find("https://"), std::string::npos);
+  EXPECT_NE(inter.find("\"w\":8"), std::string::npos);  // 8x8 thumbnails carried inline
+
+  // Throughput: tau_ref = 100 img/s at 1 rank; 4 ranks run at 320 -> 80 % efficiency.
+  auto thr = read_csv(rep + "/data/throughput.csv");
+  ASSERT_EQ(thr.size(), 4u);
+  EXPECT_EQ(thr[3][0], "4");
+  EXPECT_NEAR(std::stod(thr[3][2]), 320.0, 1e-9);
+  EXPECT_NEAR(std::stod(thr[3][6]), 0.8, 1e-9);
+  EXPECT_NEAR(std::stod(thr[2][6]), 1.0, 1e-9);
+
+  // Estimates: MLP 192-64-64-3 has 16707 parameters; ring allreduce at p=2 of 4M bytes over
+  // 100 Gbit/s + 2 latencies of 5 us; r = 100 img/s (median at 1 rank).
+  EXPECT_NE(md.find("| parameters M | 16707 |"), std::string::npos) << md;
+  auto sc = read_csv(rep + "/data/predicted_scaling.csv");
+  ASSERT_GE(sc.size(), 3u);
+  EXPECT_EQ(sc.back()[0], "1536");
+  const double g = 4.0 * 16707, comm2 = 2.0 * 1 / 2 * g / (100e9 / 8) + 2 * 1 * 5e-6;
+  EXPECT_NEAR(std::stod(sc[2][4]), comm2, 1e-9);
+  EXPECT_NEAR(std::stod(sc[2][3]), 32.0 / 100.0, 1e-9);  // b = 64/2 at 100 img/s
+  EXPECT_NEAR(std::stod(sc[2][7]), 0.32 / (0.32 + comm2), 1e-6);
+  EXPECT_EQ(sc.back()[2], "0");  // 64 / 1536 < 1 sample per rank
+}
+
+TEST(ReportTool, MissingInputsGiveNotesNotErrors) {
+  std::string dir = test::scratch_dir("report_empty");
+  std::string out;
+  ASSERT_EQ(run_report(dir, "--set data.source=cifar10", &out), 0) << out;
+  std::string md = slurp(dir + "/report/index.md");
+  EXPECT_NE(md.find("no dataset.h5"), std::string::npos);
+  EXPECT_NE(md.find("No filter.h5"), std::string::npos);
+  EXPECT_NE(md.find("No train_scaled results"), std::string::npos);
+  // CIFAR-10 from the config: 50000 x 3072 bytes; no throughput known -> no scaling table.
+  EXPECT_NE(md.find("| training samples N | 50000 |"), std::string::npos) << md;
+  EXPECT_NE(md.find("predicted scaling omitted"), std::string::npos);
+}
+
+TEST(ReportTool, MalformedResultIsAnErrorNamingTheFileAndNoReport) {
+  std::string dir = make_run("bad_json");
+  std::ofstream(dir + "/sweep/run-3/result.json") << "{\"arm\": \"full\", ";
+  std::string out;
+  EXPECT_EQ(run_report(dir, "", &out), 1) << out;
+  EXPECT_NE(out.find("sweep/run-3/result.json: not valid JSON"), std::string::npos) << out;
+  EXPECT_FALSE(fs::exists(dir + "/report"));
+  for (auto& e : fs::directory_iterator(dir))  // no temporary left behind either
+    EXPECT_EQ(e.path().filename().string().find(".report.tmp"), std::string::npos);
+
+  std::ofstream(dir + "/sweep/run-3/result.json")
+      << "{\"arm\": \"full\", \"global_batch\": \"big\", \"final_test_acc\": 0.5}";
+  EXPECT_EQ(run_report(dir, "", &out), 1);
+  EXPECT_NE(out.find("field 'global_batch': expected an integer, found string"),
+            std::string::npos)
+      << out;
+  std::ofstream(dir + "/sweep/run-3/result.json")
+      << "{\"arm\": \"everything\", \"global_batch\": 8, \"final_test_acc\": 0.5}";
+  EXPECT_EQ(run_report(dir, "", &out), 1);
+  EXPECT_NE(out.find("expected full, filtered or random"), std::string::npos) << out;
+  EXPECT_FALSE(fs::exists(dir + "/report"));
+}
+
+TEST(ReportTool, WrongSchemaOrMissingDatasetIsAnError) {
+  std::string dir = make_run("bad_schema");
+  {
+    auto f = h5::File::open_rw(dir + "/embedding.h5");
+    f.set_attr("/", "schema", std::string("sieve.features/1"));
+  }
+  std::string out;
+  EXPECT_EQ(run_report(dir, "", &out), 1) << out;
+  EXPECT_NE(out.find("embedding.h5: schema is 'sieve.features/1', expected 'sieve.embedding/1'"),
+            std::string::npos)
+      << out;
+  EXPECT_FALSE(fs::exists(dir + "/report"));
+
+  std::string dir2 = make_run("bad_filter", /*with_filter=*/false);
+  {
+    auto f = h5::File::create(dir2 + "/filter.h5");
+    h5::stamp(f, schema::kFilter, "");
+    f.write_small<float>("/cluster", {3}, {0, 1, 2});  // wrong type
+  }
+  EXPECT_EQ(run_report(dir2, "", &out), 1) << out;
+  EXPECT_NE(out.find("filter.h5"), std::string::npos) << out;
+  EXPECT_NE(out.find("/cluster"), std::string::npos) << out;
+  EXPECT_FALSE(fs::exists(dir2 + "/report"));
+}
+
+TEST(ReportTool, ExistingOutputNeedsOverwriteAndSvgWorks) {
+  std::string dir = make_run("overwrite");
+  std::string out;
+  ASSERT_EQ(run_report(dir, "", &out), 0) << out;
+  EXPECT_EQ(run_report(dir, "", &out), 2) << out;
+  EXPECT_NE(out.find("--overwrite"), std::string::npos);
+  ASSERT_EQ(run_report(dir, "--overwrite --set report.figure_format=svg", &out), 0) << out;
+  EXPECT_NE(slurp(dir + "/report/figures/tsne_scatter.svg").find("<svg"), std::string::npos);
+  EXPECT_FALSE(fs::exists(dir + "/report/figures/tsne_scatter.png"));  // old report replaced
+}
