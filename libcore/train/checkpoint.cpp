@@ -92,6 +92,7 @@ void save_checkpoint(const std::string& path, nn::Model& model, const SgdOptimiz
     f.set_attr("/progress", "step_in_epoch", st.step_in_epoch);
     f.set_attr("/progress", "step", st.step);
     f.set_attr("/progress", "seed", int64_t(st.seed));
+    f.set_attr("/progress", "global_batch", st.global_batch);
     f.set_attr("/progress", "elapsed", st.elapsed_s);
     f.set_attr("/progress", "loss_sum", st.loss_sum);
     f.set_attr("/progress", "correct", st.correct);
@@ -118,6 +119,7 @@ TrainState load_checkpoint(const std::string& path, nn::Model& model, SgdOptimiz
   st.step_in_epoch = f.attr_int("/progress", "step_in_epoch");
   st.step = f.attr_int("/progress", "step");
   st.seed = uint64_t(f.attr_int("/progress", "seed"));
+  st.global_batch = f.attr_int("/progress", "global_batch");
   st.elapsed_s = f.attr_double("/progress", "elapsed");
   st.loss_sum = f.attr_double("/progress", "loss_sum");
   st.correct = f.attr_int("/progress", "correct");

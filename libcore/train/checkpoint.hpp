@@ -24,6 +24,7 @@ struct TrainState {
   int64_t step_in_epoch = 0;  // next step inside the epoch
   int64_t step = 0;           // optimizer steps done in total
   uint64_t seed = 0;
+  int64_t global_batch = 0;  // samples per step; a resume must use the same
   double elapsed_s = 0;       // training time before this process
   double loss_sum = 0;        // partial epoch: sum of per-sample loss (global)
   int64_t correct = 0, seen = 0;

@@ -153,6 +153,7 @@ TrainResult Trainer::run(bool resume) {
   LrSchedule sched(o_.sched);
   TrainState st;
   st.seed = o_.seed;
+  st.global_batch = B;
 
   std::string from;
   if (resume) {
@@ -163,6 +164,9 @@ TrainResult Trainer::run(bool resume) {
     st = load_checkpoint(from, *model_, *opt_);
     SIEVE_CHECK(st.seed == o_.seed, from, ": checkpoint seed ", st.seed,
                 " differs from the configured seed ", o_.seed);
+    SIEVE_CHECK(st.global_batch == B, from, ": checkpoint was written with ", st.global_batch,
+                " samples per step, the configuration gives ", B,
+                " (resume needs the same global batch; the rank count may differ)");
     log::info(cat("resuming from ", from, " (epoch ", st.epoch, ", step ", st.step, ")"));
   } else if (resume) {
     log::info(cat("--resume: no complete checkpoint in ", ckpt_dir_, "; starting fresh"));
