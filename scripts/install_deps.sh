@@ -21,6 +21,8 @@ packages=(
   gnuplot-nox chromium
   # peers for benchmarks and file checks
   python3-h5py python3-numpy python3-sklearn python3-yaml
+  # bench-only peer (scripts/bench_train.sh): PyTorch CPU, large (~1 GB with deps)
+  python3-torch
 )
 
 if [ "$(id -u)" -ne 0 ]; then SUDO=sudo; else SUDO=; fi

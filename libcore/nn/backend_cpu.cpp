@@ -34,14 +34,12 @@ dnnl::stream& strm() {
   static dnnl::stream s(eng());
   return s;
 }
+// Below this many elements our own loops stay serial: a parallel region costs more than the
+// work, and far more when the cores are oversubscribed (MPI ranks x threads).
+constexpr size_t kParallelMin = 1 << 15;
+
 memory mem(const memory::desc& md, const float* p) {
   return memory(md, eng(), const_cast<float*>(p));
-}
-
-// dst[i] += src[i]
-void accumulate(float* dst, const float* src, size_t n) {
-#pragma omp parallel for simd schedule(static)
-  for (size_t i = 0; i < n; ++i) dst[i] += src[i];
 }
 
 class DnnlConv final : public ConvOp {
@@ -66,48 +64,57 @@ class DnnlConv final : public ConvOp {
                                                 w_any, dst_md_, strides, pad, pad);
     bwd_w_pd_ = dnnl::convolution_backward_weights::primitive_desc(bw, eng(), fwd_pd_);
     bwd_w_ = dnnl::convolution_backward_weights(bwd_w_pd_);
-    w_count_ = size_t(s.k) * s.c * s.r * s.s;
-    fwd_w_ = memory(fwd_pd_.weights_desc(), eng());
-    bwd_w_in_ = memory(bwd_d_pd_.weights_desc(), eng());
+    // Weight reorders, created once: OIHW -> each primitive's layout, and the weight
+    // gradient back to OIHW with a sum post-op, so it accumulates (+=) straight into grads.
+    if (fwd_pd_.weights_desc() != user_w_md_) {
+      fwd_w_ = memory(fwd_pd_.weights_desc(), eng());
+      to_fwd_ = dnnl::reorder(dnnl::reorder::primitive_desc(eng(), user_w_md_, eng(),
+                                                             fwd_pd_.weights_desc()));
+    }
+    if (bwd_d_pd_.weights_desc() != user_w_md_) {
+      bwd_w_in_ = memory(bwd_d_pd_.weights_desc(), eng());
+      to_bwd_ = dnnl::reorder(dnnl::reorder::primitive_desc(eng(), user_w_md_, eng(),
+                                                             bwd_d_pd_.weights_desc()));
+    }
+    dnnl::post_ops sum;
+    sum.append_sum(1.f);
+    dnnl::primitive_attr acc;
+    acc.set_post_ops(sum);
     dw_opaque_ = memory(bwd_w_pd_.diff_weights_desc(), eng());
-    dw_plain_.resize(w_count_);
+    from_dw_ = dnnl::reorder(dnnl::reorder::primitive_desc(eng(), bwd_w_pd_.diff_weights_desc(),
+                                                           eng(), user_w_md_, acc));
   }
 
   void forward(const float* x, const float* w, float* y) override {
-    memory wm = weights_for(fwd_pd_.weights_desc(), w, fwd_w_);
+    memory wm = weights_for(to_fwd_, w, fwd_w_);
     fwd_.execute(strm(), {{DNNL_ARG_SRC, mem(src_md_, x)},
                           {DNNL_ARG_WEIGHTS, wm},
                           {DNNL_ARG_DST, mem(dst_md_, y)}});
     strm().wait();
   }
   void backward_data(const float* dy, const float* w, float* dx) override {
-    memory wm = weights_for(bwd_d_pd_.weights_desc(), w, bwd_w_in_);
+    memory wm = weights_for(to_bwd_, w, bwd_w_in_);
     bwd_d_.execute(strm(), {{DNNL_ARG_DIFF_DST, mem(dst_md_, dy)},
                             {DNNL_ARG_WEIGHTS, wm},
                             {DNNL_ARG_DIFF_SRC, mem(src_md_, dx)}});
     strm().wait();
   }
   void backward_weights(const float* x, const float* dy, float* dw) override {
-    bool plain = bwd_w_pd_.diff_weights_desc() == user_w_md_;
-    memory out = plain ? mem(user_w_md_, dw_plain_.data()) : dw_opaque_;
     bwd_w_.execute(strm(), {{DNNL_ARG_SRC, mem(src_md_, x)},
                             {DNNL_ARG_DIFF_DST, mem(dst_md_, dy)},
-                            {DNNL_ARG_DIFF_WEIGHTS, out}});
-    if (!plain) {
-      memory p = mem(user_w_md_, dw_plain_.data());
-      dnnl::reorder(out, p).execute(strm(), out, p);
-    }
+                            {DNNL_ARG_DIFF_WEIGHTS, dw_opaque_}});
+    memory out = mem(user_w_md_, dw);
+    from_dw_.execute(strm(), dw_opaque_, out);
     strm().wait();
-    accumulate(dw, dw_plain_.data(), w_count_);
   }
 
  private:
-  // The weights as the primitive wants them: the user buffer itself if the layout matches,
-  // otherwise a reorder into the cached buffer.
-  memory weights_for(const memory::desc& want, const float* w, memory& cache) {
+  // The weights as the primitive wants them: the user buffer itself if the layout matches
+  // (no reorder primitive), otherwise reordered into the cached buffer.
+  memory weights_for(dnnl::reorder& r, const float* w, memory& cache) {
     memory user = mem(user_w_md_, w);
-    if (want == user_w_md_) return user;
-    dnnl::reorder(user, cache).execute(strm(), user, cache);
+    if (!r) return user;
+    r.execute(strm(), user, cache);
     return cache;
   }
 
@@ -119,8 +126,7 @@ class DnnlConv final : public ConvOp {
   dnnl::convolution_backward_weights::primitive_desc bwd_w_pd_;
   dnnl::convolution_backward_weights bwd_w_;
   memory fwd_w_, bwd_w_in_, dw_opaque_;
-  std::vector<float> dw_plain_;
-  size_t w_count_ = 0;
+  dnnl::reorder to_fwd_, to_bwd_, from_dw_;
 };
 
 class DnnlBatchNorm final : public BatchNormOp {
@@ -296,11 +302,11 @@ class CpuBackend final : public Backend {
     strm().wait();
   }
   void add(const float* a, const float* b, float* y, size_t count) override {
-#pragma omp parallel for simd schedule(static)
+#pragma omp parallel for simd schedule(static) if (count > kParallelMin)
     for (size_t i = 0; i < count; ++i) y[i] = a[i] + b[i];
   }
   void avgpool_forward(const float* x, float* y, int n, int c, int hw) override {
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (size_t(n) * c * hw > kParallelMin)
     for (int i = 0; i < n; ++i) {
       float* yi = y + size_t(i) * c;
       std::memset(yi, 0, sizeof(float) * c);
@@ -312,7 +318,7 @@ class CpuBackend final : public Backend {
     }
   }
   void avgpool_backward(const float* dy, float* dx, int n, int c, int hw) override {
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (size_t(n) * c * hw > kParallelMin)
     for (int i = 0; i < n; ++i)
       for (int p = 0; p < hw; ++p)
         for (int ch = 0; ch < c; ++ch)

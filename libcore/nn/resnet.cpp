@@ -180,7 +180,7 @@ class ResNet final : public Model, public ParamSink {
     input_.resize({n, C, H, W});
     float* t = input_.data();
     const size_t plane = size_t(H) * W;
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (input_.size() > (1u << 15))
     for (int i = 0; i < n; ++i)  // NCHW -> NHWC
       for (int c = 0; c < C; ++c)
         for (size_t p = 0; p < plane; ++p)

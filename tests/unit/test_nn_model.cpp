@@ -1,6 +1,7 @@
 // Whole models: gradient check of a tiny ResNet, determinism, parameter naming/layout, the
 // grad-ready hook, every arch/stem building and running, and the MLP learning a separable task.
 #include <gtest/gtest.h>
+#include <omp.h>
 
 #include <cmath>
 #include <random>
@@ -37,6 +38,10 @@ ModelSpec tiny_resnet(const std::string& backend) {
 // Central differences over a whole training-mode ResNet-18 (float, tolerances in gradcheck.hpp):
 // every parameter tensor gets checked on a subset of coordinates. L = sum(logits * r).
 TEST(NnModel, TinyResNetGradientCheck) {
+  // ~1000 forwards of a tiny net: one thread (thread teams only cost here, most of all on
+  // oversubscribed cores).
+  const int threads = omp_get_max_threads();
+  omp_set_num_threads(1);
   ModelSpec spec = tiny_resnet("cpu");
   const int hw = 8;  // layer4 sees 1x1 maps: BN over 2 values, the hardest case
   spec.in_height = spec.in_width = hw;
@@ -66,9 +71,14 @@ TEST(NnModel, TinyResNetGradientCheck) {
   }
   EXPECT_GT(checked, 200u);
   EXPECT_LT(skipped, checked / 5);
+  omp_set_num_threads(threads);
 }
 
+// Run with 2 threads whatever the environment says: determinism must hold with real
+// parallel reductions, not only single-threaded.
 TEST(NnModel, DeterministicGradsAndCpuMatchesRef) {
+  const int threads = omp_get_max_threads();
+  omp_set_num_threads(2);
   auto run = [](const std::string& be, std::vector<float>& logits) {
     ModelSpec s = tiny_resnet(be);
     s.in_height = s.in_width = 12;
@@ -91,6 +101,7 @@ TEST(NnModel, DeterministicGradsAndCpuMatchesRef) {
   for (size_t i = 0; i < g1.size(); ++i)
     m = std::max(m, double(std::abs(g1[i] - g3[i]))), s = std::max(s, double(std::abs(g3[i])));
   EXPECT_LT(m, 1e-3 * s) << "cpu vs ref backend gradients";
+  omp_set_num_threads(threads);
 }
 
 TEST(NnModel, ParamNamesLayoutAndHook) {
