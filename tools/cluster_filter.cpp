@@ -56,8 +56,8 @@ Input read_input(const std::string& path, const std::string& dataset) {
     SIEVE_CHECK(std::isfinite(in.x[i]), path, ": ", dataset, " row ", i / in.d, " column ",
                 i % in.d, " is not finite (", in.x[i], ")");
   for (int64_t i = 0; i < in.n; ++i)
-    SIEVE_CHECK(in.labels[i] >= 0, path, ": ", labels, " row ", i, " is negative (",
-                in.labels[i], "); expected class indices >= 0");
+    SIEVE_CHECK(in.labels[i] >= 0, path, ": ", labels, " row ", i, " is negative (", in.labels[i],
+                "); expected class indices >= 0");
   return in;
 }
 
@@ -70,14 +70,15 @@ void put(h5::File& f, const std::string& name, const std::vector<T>& v) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  ToolSpec spec{"cluster_filter",
-                "flag noise per class (DBSCAN / GMM / k-means) and write keep-masks",
-                "  cluster_filter --config run.yaml\n"
-                "  cluster_filter --input features.h5 --input-dataset /train/features "
-                "--set filter.method=gmm\n"
-                "  mpirun -n 4 cluster_filter --config run.yaml --set filter.dbscan.auto_eps=true\n"};
+  ToolSpec spec{
+      "cluster_filter", "flag noise per class (DBSCAN / GMM / k-means) and write keep-masks",
+      "  cluster_filter --config run.yaml\n"
+      "  cluster_filter --input features.h5 --input-dataset /train/features "
+      "--set filter.method=gmm\n"
+      "  mpirun -n 4 cluster_filter --config run.yaml --set filter.dbscan.auto_eps=true\n"};
   auto flags = [](po::options_description& o) {
-    o.add_options()("input,i", po::value<std::string>(), "embedding file (default: run.dir/embedding.h5)")(
+    o.add_options()("input,i", po::value<std::string>(),
+                    "embedding file (default: run.dir/embedding.h5)")(
         "input-dataset", po::value<std::string>(),
         "float [N,d] dataset to cluster (default: filter.input_dataset)")(
         "output,o", po::value<std::string>(), "filter file (default: run.dir/filter.h5)")(
@@ -89,8 +90,9 @@ int main(int argc, char** argv) {
     const RunPaths paths = run_paths(ctx.cfg);
     std::string input = ctx.has_flag("input") ? ctx.flag("input") : paths.embedding();
     std::string output = ctx.has_flag("output") ? ctx.flag("output") : paths.filter();
-    std::string dataset = ctx.has_flag("input-dataset") ? ctx.flag("input-dataset")
-                                                        : ctx.cfg.get_string("filter.input_dataset");
+    std::string dataset = ctx.has_flag("input-dataset")
+                              ? ctx.flag("input-dataset")
+                              : ctx.cfg.get_string("filter.input_dataset");
     if (dataset.empty() || dataset[0] != '/') dataset = "/" + dataset;
     std::string truth = ctx.has_flag("truth") ? ctx.flag("truth") : "";
     if (truth.empty() && std::filesystem::exists(paths.dataset())) truth = paths.dataset();
@@ -118,9 +120,10 @@ int main(int argc, char** argv) {
                                      tf.read_all<uint8_t>("/train/noise_truth"));
         SIEVE_CHECK(score.matched > 0, truth, ": no /train/sample_id matches the input's ids");
         have_truth = true;
-        log::infof("noise flags vs ground truth (", score.matched, " samples joined on sample_id): ",
-                   "precision ", score.precision, ", recall ", score.recall, " (", score.hits,
-                   " of ", score.flagged, " flagged are noise; ", score.truth, " noisy in truth)");
+        log::infof("noise flags vs ground truth (", score.matched,
+                   " samples joined on sample_id): ", "precision ", score.precision, ", recall ",
+                   score.recall, " (", score.hits, " of ", score.flagged, " flagged are noise; ",
+                   score.truth, " noisy in truth)");
       } else {
         log::infof(truth, " has no /train/noise_truth: precision/recall not reported");
       }

@@ -163,7 +163,9 @@ struct UnionFind {
   explicit UnionFind(int64_t n) : parent(n) {
     for (int64_t i = 0; i < n; ++i) parent[i] = i;
   }
-  int64_t load(int64_t x) { return std::atomic_ref<int64_t>(parent[x]).load(std::memory_order_relaxed); }
+  int64_t load(int64_t x) {
+    return std::atomic_ref<int64_t>(parent[x]).load(std::memory_order_relaxed);
+  }
   int64_t find(int64_t x) {
     while (true) {
       int64_t p = load(x);
@@ -213,8 +215,10 @@ std::vector<int64_t> union_cores(const Grid& g, const CellIndex& ci, double eps,
     for (int64_t c = 0; c < cells; ++c)
       for (int64_t i = ci.cell_start[c]; i < ci.cell_start[c + 1]; ++i)
         if (core[i]) {
-          if (first[c] < 0) first[c] = i;
-          else uf.unite(first[c], i);
+          if (first[c] < 0)
+            first[c] = i;
+          else
+            uf.unite(first[c], i);
         }
 #pragma omp parallel for schedule(dynamic, 64)
     for (int64_t c = 0; c < cells; ++c) {

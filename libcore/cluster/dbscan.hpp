@@ -57,10 +57,10 @@ DbscanResult dbscan(const float* points, int64_t n, int d, const DbscanParams& p
 // distributed DBSCAN and by the k-distance search.
 struct Grid {
   int d = 0;
-  double side = 0;                // cell side (~ eps / sqrt(d))
-  std::vector<double> lo;         // [d] origin (per-dim minimum)
-  std::vector<int64_t> extent;    // [d] cells per dim
-  bool brute = false;             // true: one cell holding everything (d > 3 or huge extent)
+  double side = 0;              // cell side (~ eps / sqrt(d))
+  std::vector<double> lo;       // [d] origin (per-dim minimum)
+  std::vector<int64_t> extent;  // [d] cells per dim
+  bool brute = false;           // true: one cell holding everything (d > 3 or huge extent)
   // Linear cell key of a point (row-major over cell coordinates).
   int64_t key_of(const float* x) const;
   // Key span of the 5^d neighbourhood: every neighbour key lies in [k - reach, k + reach].
@@ -73,9 +73,9 @@ Grid make_grid(const std::vector<double>& lo, const std::vector<double>& hi, dou
 
 // Points sorted by cell. `order[i]` is the input index of sorted position i.
 struct CellIndex {
-  std::vector<int64_t> order;     // [n]
-  std::vector<float> xs;          // [n, d] coordinates in sorted order
-  std::vector<int64_t> cell_key;  // [cells] distinct keys, ascending
+  std::vector<int64_t> order;       // [n]
+  std::vector<float> xs;            // [n, d] coordinates in sorted order
+  std::vector<int64_t> cell_key;    // [cells] distinct keys, ascending
   std::vector<int64_t> cell_start;  // [cells + 1] sorted-position offsets
   std::vector<int64_t> point_cell;  // [n] cell of each sorted position
   // Dense key table when the key span is small (about <= 8 n): dense_start[k - dense_base]

@@ -35,8 +35,8 @@ std::vector<int> scaled(const std::vector<int>& counts, int by) {
 
 // Points routed to ranks: for each destination, which local rows, in send order.
 struct Routing {
-  std::vector<int> counts;             // [p] rows per destination
-  std::vector<int64_t> rows;           // rows grouped by destination
+  std::vector<int> counts;    // [p] rows per destination
+  std::vector<int64_t> rows;  // rows grouped by destination
 };
 
 // Send rows (coordinates + gids) along `route`; append what arrives to xs/ids.
@@ -110,8 +110,8 @@ DbscanResult dbscan_distributed(const Comm& comm, const float* points, const int
       to_owner.rows.insert(to_owner.rows.end(), by[r].begin(), by[r].end());
     }
   }
-  std::vector<float> xs;    // [n_own + n_halo, d]
-  std::vector<int64_t> ids; // [n_own + n_halo] global ids
+  std::vector<float> xs;      // [n_own + n_halo, d]
+  std::vector<int64_t> ids;   // [n_own + n_halo] global ids
   std::vector<int> own_from;  // [P] how many owned points came from each rank
   exchange_points(comm, to_owner, d, points, gid, xs, ids, &own_from);
   const int64_t n_own = int64_t(ids.size());
@@ -124,8 +124,8 @@ DbscanResult dbscan_distributed(const Comm& comm, const float* points, const int
     if (r == me) continue;
     // Saturating bounds: split[0] / split[P] are the int64 extremes.
     int64_t a = split[r] == std::numeric_limits<int64_t>::min() ? split[r] : split[r] - reach;
-    int64_t b = split[r + 1] == std::numeric_limits<int64_t>::max() ? split[r + 1]
-                                                                     : split[r + 1] + reach;
+    int64_t b =
+        split[r + 1] == std::numeric_limits<int64_t>::max() ? split[r + 1] : split[r + 1] + reach;
     for (int64_t i = 0; i < n_own; ++i) {
       int64_t k = g.key_of(xs.data() + i * d);
       if (k >= a && k < b) {
@@ -232,7 +232,8 @@ DbscanResult dbscan_distributed(const Comm& comm, const float* points, const int
   std::vector<int32_t> id(n_own, -1);
   for (int64_t i = 0; i < n_own; ++i)
     if (rep[i] >= 0)
-      id[i] = int32_t(std::lower_bound(all_reps.begin(), all_reps.end(), rep[i]) - all_reps.begin());
+      id[i] =
+          int32_t(std::lower_bound(all_reps.begin(), all_reps.end(), rep[i]) - all_reps.begin());
 
   // Back to the input layout: owned rows arrived grouped by source rank, in send order.
   std::vector<int32_t> back_id = alltoallv(comm, id, own_from, nullptr);

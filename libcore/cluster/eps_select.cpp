@@ -102,7 +102,8 @@ std::vector<double> k_distances(const float* x, int64_t n, int d, int64_t k, int
   } else {
     CellIndex ci = build_cell_index(g, x, n);
 #pragma omp parallel for schedule(dynamic, 16)
-    for (size_t qi = 0; qi < queries.size(); ++qi) out[qi] = kth_grid(g, ci, x + queries[qi] * d, k);
+    for (size_t qi = 0; qi < queries.size(); ++qi)
+      out[qi] = kth_grid(g, ci, x + queries[qi] * d, k);
   }
   std::sort(out.begin(), out.end());
   return out;

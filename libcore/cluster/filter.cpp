@@ -2,10 +2,10 @@
 
 #include <algorithm>
 #include <climits>
-#include <exception>
-#include <map>
 #include <cmath>
+#include <exception>
 #include <iomanip>
+#include <map>
 #include <random>
 #include <set>
 #include <sstream>
@@ -43,8 +43,8 @@ FilterOptions filter_options(const Config& cfg) {
     throw UsageError(cat("config key 'filter.dbscan.eps': expected a value > 0, got ", o.dbscan.eps,
                          " (or set filter.dbscan.auto_eps=true)"));
   if (o.dbscan.min_samples < 1)
-    throw UsageError(cat("config key 'filter.dbscan.min_samples': expected >= 1, got ",
-                         o.dbscan.min_samples));
+    throw UsageError(
+        cat("config key 'filter.dbscan.min_samples': expected >= 1, got ", o.dbscan.min_samples));
   return o;
 }
 
@@ -84,8 +84,8 @@ GroupResult cluster_group(const std::vector<float>& gx, int d, const Group& g,
     return r;
   }
   if (o.method == "gmm") {
-    SIEVE_CHECK(n >= o.gmm.k, group_name(g), ": ", n, " samples, fewer than filter.gmm.components = ",
-                o.gmm.k);
+    SIEVE_CHECK(n >= o.gmm.k, group_name(g), ": ", n,
+                " samples, fewer than filter.gmm.components = ", o.gmm.k);
     GmmParams p = o.gmm;
     p.seed = seed;
     GmmModel m = fit_gmm(gx.data(), n, d, p);
@@ -100,8 +100,8 @@ GroupResult cluster_group(const std::vector<float>& gx, int d, const Group& g,
     r.log_likelihood = m.log_likelihood;
     return r;
   }
-  SIEVE_CHECK(n >= o.kmeans.k, group_name(g), ": ", n, " samples, fewer than filter.kmeans.k = ",
-              o.kmeans.k);
+  SIEVE_CHECK(n >= o.kmeans.k, group_name(g), ": ", n,
+              " samples, fewer than filter.kmeans.k = ", o.kmeans.k);
   KmeansParams p = o.kmeans;
   p.seed = seed;
   KmeansModel m = fit_kmeans(gx.data(), n, d, p);
@@ -120,14 +120,15 @@ double choose_eps(const float* x, int d, const std::vector<Group>& groups, int64
     const auto& g = groups[gi];
     std::vector<float> gx = gather_rows(x, d, g.rows);
     int64_t q = std::max<int64_t>(1, o.auto_eps_samples * int64_t(g.rows.size()) / total);
-    auto kd = k_distances(gx.data(), int64_t(g.rows.size()), d, o.dbscan.min_samples, q,
-                          o.seed + gi);
+    auto kd =
+        k_distances(gx.data(), int64_t(g.rows.size()), d, o.dbscan.min_samples, q, o.seed + gi);
     pooled.insert(pooled.end(), kd.begin(), kd.end());
   }
   std::sort(pooled.begin(), pooled.end());
   int64_t e = elbow_index(pooled);
   double eps = pooled.empty() ? 0 : pooled[e];
-  SIEVE_CHECK(eps > 0, "cannot choose eps automatically: the k-distance elbow is 0 (many "
+  SIEVE_CHECK(eps > 0,
+              "cannot choose eps automatically: the k-distance elbow is 0 (many "
               "duplicate points?); set filter.dbscan.eps");
   log::infof("auto eps: k-distance elbow (k = min_samples = ", o.dbscan.min_samples, ", ",
              pooled.size(), " sampled points, elbow at ", e, ") gives eps = ", eps);
@@ -169,7 +170,7 @@ FilterResult run_filter(const Comm& comm, const float* x, int64_t n, int d, cons
     res.eps = o.dbscan.eps;
   }
 
-  std::vector<int32_t> lab(n, -2);       // -2: not computed on this rank
+  std::vector<int32_t> lab(n, -2);  // -2: not computed on this rank
   std::vector<int64_t> nclusters(G, -1);
   std::vector<double> ll(G, 0);
   bool spatial = o.method == "dbscan" && comm.size() > 1 &&
@@ -196,9 +197,8 @@ FilterResult run_filter(const Comm& comm, const float* x, int64_t n, int d, cons
     // Largest group first onto the least-loaded rank: the same plan on every rank.
     std::vector<int> order(G);
     for (int i = 0; i < G; ++i) order[i] = i;
-    std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
-      return groups[a].rows.size() > groups[b].rows.size();
-    });
+    std::stable_sort(order.begin(), order.end(),
+                     [&](int a, int b) { return groups[a].rows.size() > groups[b].rows.size(); });
     std::vector<int64_t> load(comm.size(), 0);
     std::vector<int> mine;
     for (int gi : order) {
@@ -227,9 +227,10 @@ FilterResult run_filter(const Comm& comm, const float* x, int64_t n, int d, cons
     }
     if (failure) std::rethrow_exception(failure);
     if (comm.size() > 1) {
-      SIEVE_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, lab.data(), int(n), MPI_INT32_T, MPI_MAX, comm.raw()));
-      SIEVE_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, nclusters.data(), G, MPI_INT64_T, MPI_MAX,
-                                    comm.raw()));
+      SIEVE_MPI_CHECK(
+          MPI_Allreduce(MPI_IN_PLACE, lab.data(), int(n), MPI_INT32_T, MPI_MAX, comm.raw()));
+      SIEVE_MPI_CHECK(
+          MPI_Allreduce(MPI_IN_PLACE, nclusters.data(), G, MPI_INT64_T, MPI_MAX, comm.raw()));
       comm.allreduce_sum(ll.data(), ll.size());
     }
   }
@@ -258,8 +259,10 @@ FilterResult run_filter(const Comm& comm, const float* x, int64_t n, int d, cons
     ClassRow& r = rows[labels[i]];
     r.cls = labels[i];
     ++r.samples;
-    if (res.keep[i]) seen[labels[i]].insert(res.cluster[i]);
-    else ++r.noise;
+    if (res.keep[i])
+      seen[labels[i]].insert(res.cluster[i]);
+    else
+      ++r.noise;
   }
   for (auto& [c, r] : rows) {
     r.clusters = int64_t(seen[c].size());
@@ -313,7 +316,8 @@ NoiseScore score_noise(const std::vector<int64_t>& ids, const std::vector<uint8_
 std::string format_table(const std::vector<ClassRow>& table) {
   std::ostringstream os;
   os << std::setw(8) << "class" << std::setw(10) << "samples" << std::setw(10) << "clusters"
-     << std::setw(10) << "noise" << std::setw(11) << "removed %" << "\n";
+     << std::setw(10) << "noise" << std::setw(11) << "removed %"
+     << "\n";
   int64_t s = 0, c = 0, z = 0;
   for (const auto& r : table) {
     os << std::setw(8) << r.cls << std::setw(10) << r.samples << std::setw(10) << r.clusters
@@ -324,7 +328,8 @@ std::string format_table(const std::vector<ClassRow>& table) {
     z += r.noise;
   }
   os << std::setw(8) << "total" << std::setw(10) << s << std::setw(10) << c << std::setw(10) << z
-     << std::setw(11) << std::fixed << std::setprecision(2) << (s ? 100.0 * double(z) / double(s) : 0.0);
+     << std::setw(11) << std::fixed << std::setprecision(2)
+     << (s ? 100.0 * double(z) / double(s) : 0.0);
   return os.str();
 }
 

@@ -21,18 +21,18 @@
 namespace sieve::cluster {
 
 struct FilterOptions {
-  std::string method = "dbscan";    // dbscan | gmm | kmeans
-  bool per_class = true;            // false: one clustering over all points
-  std::string parallel = "auto";    // auto | classes | spatial (DBSCAN only)
+  std::string method = "dbscan";  // dbscan | gmm | kmeans
+  bool per_class = true;          // false: one clustering over all points
+  std::string parallel = "auto";  // auto | classes | spatial (DBSCAN only)
   DbscanParams dbscan;
   bool auto_eps = false;            // choose eps at the k-distance elbow (k = min_samples)
   int64_t auto_eps_samples = 5000;  // query points for the k-distance curve
   GmmParams gmm;
   KmeansParams kmeans;
-  double outlier_quantile = 0.05;   // gmm/kmeans: fraction of each group flagged
-  bool gmm_use_threshold = false;   // gmm: flag log p(x) < gmm_threshold instead
+  double outlier_quantile = 0.05;  // gmm/kmeans: fraction of each group flagged
+  bool gmm_use_threshold = false;  // gmm: flag log p(x) < gmm_threshold instead
   double gmm_threshold = 0;
-  uint64_t seed = 0;                // random_keep and the initialisations
+  uint64_t seed = 0;  // random_keep and the initialisations
 };
 
 // Read and validate the filter.* keys (UsageError naming the key when out of range).
@@ -45,12 +45,12 @@ struct ClassRow {
 };
 
 struct FilterResult {
-  std::vector<int32_t> cluster;     // [n] global cluster id (unique over classes), -1 = noise
-  std::vector<uint8_t> keep;        // [n] 1 = not noise
-  std::vector<uint8_t> random_keep; // [n] same removed count per class, chosen at random
-  std::vector<ClassRow> table;      // ascending class
-  double eps = 0;                   // the eps used (chosen or configured); 0 for gmm/kmeans
-  double log_likelihood = 0;        // gmm: sample-weighted mean log-likelihood over groups
+  std::vector<int32_t> cluster;      // [n] global cluster id (unique over classes), -1 = noise
+  std::vector<uint8_t> keep;         // [n] 1 = not noise
+  std::vector<uint8_t> random_keep;  // [n] same removed count per class, chosen at random
+  std::vector<ClassRow> table;       // ascending class
+  double eps = 0;                    // the eps used (chosen or configured); 0 for gmm/kmeans
+  double log_likelihood = 0;         // gmm: sample-weighted mean log-likelihood over groups
   int64_t clusters = 0, noise = 0;
 };
 

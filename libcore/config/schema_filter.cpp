@@ -19,13 +19,15 @@ void add_filter_keys(ConfigSchema& s) {
             "DBSCAN: neighbours (the point itself included) that make a core point", 1);
   s.add_bool("filter.dbscan.auto_eps", false,
              "choose eps at the elbow of the sorted k-distances (k = min_samples)");
-  s.add_int("filter.dbscan.auto_eps_samples", 5000, "auto eps: points sampled for the k-distance curve",
-            10);
+  s.add_int("filter.dbscan.auto_eps_samples", 5000,
+            "auto eps: points sampled for the k-distance curve", 10);
   s.add_float("filter.outlier_quantile", 0.05,
               "gmm/kmeans: fraction of each class flagged as noise (lowest density / farthest "
-              "from the centroid)", 0.0, 1.0);
+              "from the centroid)",
+              0.0, 1.0);
   s.add_int("filter.gmm.components", 3, "GMM: mixture components per class", 1, 1000);
-  s.add_int("filter.gmm.n_init", 3, "GMM: initialisations (k-means++ seeded); the best is kept", 1, 100);
+  s.add_int("filter.gmm.n_init", 3, "GMM: initialisations (k-means++ seeded); the best is kept", 1,
+            100);
   s.add_int("filter.gmm.max_iter", 200, "GMM: EM iterations at most", 1);
   s.add_float("filter.gmm.tol", 1e-4, "GMM: stop when the mean log-likelihood gains less", 0.0);
   s.add_float("filter.gmm.reg_covar", 1e-6, "GMM: added to covariance diagonals", 0.0);
@@ -33,7 +35,8 @@ void add_filter_keys(ConfigSchema& s) {
              "GMM: flag log-density below filter.gmm.threshold instead of the quantile");
   s.add_float("filter.gmm.threshold", 0.0, "GMM: log-density threshold (with use_threshold)");
   s.add_int("filter.kmeans.k", 8, "k-means: centroids per class", 1, 100000);
-  s.add_int("filter.kmeans.n_init", 3, "k-means: k-means++ restarts; the lowest inertia is kept", 1, 100);
+  s.add_int("filter.kmeans.n_init", 3, "k-means: k-means++ restarts; the lowest inertia is kept", 1,
+            100);
   s.add_int("filter.kmeans.max_iter", 300, "k-means: Lloyd iterations at most", 1);
 }
 

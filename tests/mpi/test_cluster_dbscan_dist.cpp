@@ -60,15 +60,17 @@ void check_on(const Comm& comm, bool with_reference) {
 
 }  // namespace
 
-TEST(DbscanDistributed, EqualsSerialOnAllRanks) { check_on(Comm::world(), true); }
+TEST(DbscanDistributed, EqualsSerialOnAllRanks) {
+  check_on(Comm::world(), true);
+}
 
 TEST(DbscanDistributed, EqualsSerialOnOneAndTwoRanks) {
   Comm world = Comm::world();
   for (int size : {1, 2}) {
     if (size > world.size()) continue;
     MPI_Comm sub;
-    SIEVE_MPI_CHECK(MPI_Comm_split(world.raw(), world.rank() < size ? 0 : MPI_UNDEFINED,
-                                   world.rank(), &sub));
+    SIEVE_MPI_CHECK(
+        MPI_Comm_split(world.raw(), world.rank() < size ? 0 : MPI_UNDEFINED, world.rank(), &sub));
     if (sub != MPI_COMM_NULL) {
       check_on(Comm(sub), false);
       MPI_Comm_free(&sub);

@@ -42,7 +42,9 @@ Iris read_iris() {
   return d;
 }
 
-double choose2(double v) { return v * (v - 1) / 2; }
+double choose2(double v) {
+  return v * (v - 1) / 2;
+}
 
 // Adjusted Rand index (Hubert & Arabie), from the contingency table.
 double adjusted_rand(const std::vector<int>& a, const std::vector<int>& b) {

@@ -155,9 +155,10 @@ TEST(ClusterFilterTool, DbscanOnBlobsWithInjectedNoise) {
   // Existing output without --overwrite is refused; with it, the same result again.
   EXPECT_EQ(run("--input " + dir + "/emb.h5 --output " + dir + "/filter.h5", &log), 2) << log;
   EXPECT_NE(log.find("exists"), std::string::npos) << log;
-  ASSERT_EQ(run("--input " + dir + "/emb.h5 --truth " + dir + "/data.h5 --output " + dir +
-                "/filter.h5 --overwrite --set filter.dbscan.eps=0.3 --set filter.dbscan.min_samples=5"),
-            0);
+  ASSERT_EQ(
+      run("--input " + dir + "/emb.h5 --truth " + dir + "/data.h5 --output " + dir +
+          "/filter.h5 --overwrite --set filter.dbscan.eps=0.3 --set filter.dbscan.min_samples=5"),
+      0);
   EXPECT_EQ(h5::File::open(dir + "/filter.h5").read_all<uint8_t>("/random_keep"), rkeep);
 }
 
@@ -168,8 +169,12 @@ TEST(ClusterFilterTool, AutoEpsGmmKmeansAndFeatureInput) {
   write_truth(dir + "/data.h5", s);
   std::string base = "--input " + dir + "/emb.h5 --truth " + dir + "/data.h5 ";
   std::string log;
-  ASSERT_EQ(run(base + "--output " + dir + "/auto.h5 --set filter.dbscan.auto_eps=true "
-                       "--set filter.dbscan.min_samples=5", &log), 0) << log;
+  ASSERT_EQ(run(base + "--output " + dir +
+                    "/auto.h5 --set filter.dbscan.auto_eps=true "
+                    "--set filter.dbscan.min_samples=5",
+                &log),
+            0)
+      << log;
   {
     h5::File f = h5::File::open(dir + "/auto.h5");
     double eps = f.attr_double("/", "eps");
@@ -182,7 +187,10 @@ TEST(ClusterFilterTool, AutoEpsGmmKmeansAndFeatureInput) {
   }
   for (std::string m : {"gmm", "kmeans"}) {
     ASSERT_EQ(run(base + "--output " + dir + "/" + m + ".h5 --set filter.method=" + m +
-                  " --set filter.gmm.components=3 --set filter.kmeans.k=3", &log), 0) << log;
+                      " --set filter.gmm.components=3 --set filter.kmeans.k=3",
+                  &log),
+              0)
+        << log;
     h5::File f = h5::File::open(dir + "/" + m + ".h5");
     EXPECT_EQ(f.attr_string("/", "method"), m);
     auto keep = f.read_all<uint8_t>("/keep");
@@ -199,7 +207,10 @@ TEST(ClusterFilterTool, AutoEpsGmmKmeansAndFeatureInput) {
     for (int k = 0; k < 5; ++k) x5.push_back(s.x[2 * i + k % 2] * (k < 2 ? 1.0f : 0.5f));
   write_embedding(dir + "/feat.h5", x5, 5, s.labels, s.ids, schema::kFeatures, "/train/features");
   ASSERT_EQ(run("--input " + dir + "/feat.h5 --input-dataset /train/features --output " + dir +
-                "/feat_filter.h5 --set filter.dbscan.eps=0.5", &log), 0) << log;
+                    "/feat_filter.h5 --set filter.dbscan.eps=0.5",
+                &log),
+            0)
+      << log;
   EXPECT_EQ(h5::File::open(dir + "/feat_filter.h5").attr_string("/", "input_dataset"),
             "/train/features");
 }
