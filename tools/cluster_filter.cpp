@@ -54,7 +54,7 @@ Input read_input(const std::string& path, const std::string& dataset) {
   in.ids = f.read_all<int64_t>(ids);
   for (int64_t i = 0; i < in.n * in.d; ++i)
     SIEVE_CHECK(std::isfinite(in.x[i]), path, ": ", dataset, " row ", i / in.d, " column ",
-                i % in.d, " is not finite (", in.x[i], ")");
+                i % in.d, " is NaN or infinite (", in.x[i], ")");
   for (int64_t i = 0; i < in.n; ++i)
     SIEVE_CHECK(in.labels[i] >= 0, path, ": ", labels, " row ", i, " is negative (", in.labels[i],
                 "); expected class indices >= 0");

@@ -19,7 +19,7 @@ void check_dbscan_input(const float* points, int64_t n, int d, const DbscanParam
     throw UsageError(cat("DBSCAN min_samples: expected >= 1, got ", p.min_samples));
   SIEVE_CHECK(d >= 1, "DBSCAN: expected points with >= 1 dimension, got ", d);
   for (int64_t i = 0; i < n * d; ++i)
-    SIEVE_CHECK(std::isfinite(points[i]), "DBSCAN: point ", i / d, " has a non-finite coordinate (",
+    SIEVE_CHECK(std::isfinite(points[i]), "DBSCAN: point ", i / d, " has a NaN or infinite coordinate (",
                 points[i], ") in dimension ", i % d);
 }
 

@@ -234,7 +234,7 @@ TEST(ClusterFilterTool, BadInputGivesClearErrorsAndNoOutput) {
   auto nan_x = s.x;
   nan_x[37] = std::nanf("");
   write_embedding(dir + "/nan.h5", nan_x, 2, s.labels, s.ids);
-  expect_fail("--input " + dir + "/nan.h5", 1, "not finite");
+  expect_fail("--input " + dir + "/nan.h5", 1, "NaN");
 
   write_embedding(dir + "/nolabels.h5", s.x, 2, {}, s.ids);
   expect_fail("--input " + dir + "/nolabels.h5", 1, "/labels");
