@@ -45,7 +45,8 @@ stop_one() {
 
 write_conf() {
   local cpus mem_mb mpi
-  cpus="$(nproc)"
+  # Not plain nproc: it obeys OMP_NUM_THREADS (the test environment sets 1).
+  cpus="$(OMP_NUM_THREADS= OMP_THREAD_LIMIT= nproc)"
   mem_mb=$(( $(awk '/^MemTotal:/ {print $2}' /proc/meminfo) / 1024 - MEM_MARGIN_MB ))
   [ "$mem_mb" -ge 256 ] || mem_mb=256
   mpi=none

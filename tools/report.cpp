@@ -1,8 +1,8 @@
 // report: turn a run directory into report/index.html + index.md with figures, tables,
 // the CSV behind each figure, an interactive t-SNE page and a-priori scaling estimates.
+#include "report/report.hpp"
 #include "config/sections.hpp"
 #include "config/tool.hpp"
-#include "report/report.hpp"
 
 int main(int argc, char** argv) {
   sieve::ToolSpec spec{
@@ -15,7 +15,8 @@ int main(int argc, char** argv) {
     d.add_options()("run-dir", sieve::po::value<std::string>(), "run directory (default: run.dir)")(
         "sweep-dir", sieve::po::value<std::string>(),
         "directory of the run-<index>/ results (default: <run-dir>/sweep)")(
-        "output,o", sieve::po::value<std::string>(), "report directory (default: <run-dir>/report)");
+        "output,o", sieve::po::value<std::string>(),
+        "report directory (default: <run-dir>/report)");
   };
   return sieve::run_tool(argc, argv, spec, flags, [](sieve::ToolContext& ctx) {
     sieve::RunPaths paths = sieve::run_paths(ctx.cfg);

@@ -9,11 +9,20 @@ std::string html_escape(const std::string& s) {
   out.reserve(s.size());
   for (char c : s) {
     switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      default: out += c;
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      default:
+        out += c;
     }
   }
   return out;
@@ -116,6 +125,8 @@ std::string Document::html() const {
       "</body>\n</html>\n");
 }
 
-std::string Document::markdown() const { return cat("# ", title_, "\n\n", toc_md_, md_); }
+std::string Document::markdown() const {
+  return cat("# ", title_, "\n\n", toc_md_, md_);
+}
 
 }  // namespace sieve::report

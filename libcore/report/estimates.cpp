@@ -55,8 +55,8 @@ Estimates estimate(const EstimateInputs& in) {
 
 namespace {
 
-nn::ModelSpec spec_from(const Config& cfg, const std::string& s,
-                        const std::vector<int64_t>& shape, int64_t num_classes) {
+nn::ModelSpec spec_from(const Config& cfg, const std::string& s, const std::vector<int64_t>& shape,
+                        int64_t num_classes) {
   nn::ModelSpec spec;
   spec.arch = cfg.get_string(s + ".model.arch");
   spec.width = cfg.get_float(s + ".model.width");
@@ -99,7 +99,7 @@ double activation_bytes_estimate(const Config& cfg, const std::string& section,
   const double width = cfg.get_float(section + ".model.width");
   const bool imagenet = cfg.get_string(section + ".model.stem") == "imagenet";
   const bool bottleneck = arch == "resnet50" || arch == "resnet101" || arch == "resnet152";
-  std::vector<int> blocks = arch == "resnet18"   ? std::vector<int>{2, 2, 2, 2}
+  std::vector<int> blocks = arch == "resnet18"    ? std::vector<int>{2, 2, 2, 2}
                             : arch == "resnet101" ? std::vector<int>{3, 4, 23, 3}
                             : arch == "resnet152" ? std::vector<int>{3, 8, 36, 3}
                                                   : std::vector<int>{3, 4, 6, 3};

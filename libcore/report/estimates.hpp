@@ -35,9 +35,9 @@ struct ScalingRow {
 };
 
 struct EstimateInputs {
-  int64_t num_samples = 0;     // N (training set)
+  int64_t num_samples = 0;  // N (training set)
   int64_t bytes_per_sample = 0;
-  int64_t num_params = 0;      // M
+  int64_t num_params = 0;            // M
   int64_t grad_bytes_per_param = 4;  // 4 fp32, 2 bf16
   double activation_bytes_per_sample = 0;
   double images_per_s_per_rank = 0;  // r
@@ -49,9 +49,9 @@ struct EstimateInputs {
 };
 
 struct Estimates {
-  double dataset_bytes = 0;   // N * n
-  double param_bytes = 0;     // 4M
-  double grad_bytes = 0;      // 4M or 2M
+  double dataset_bytes = 0;          // N * n
+  double param_bytes = 0;            // 4M
+  double grad_bytes = 0;             // 4M or 2M
   double memory_per_rank_bytes = 0;  // params + grads + momentum + activations of b(1)
   std::vector<ScalingRow> rows;      // p = 1, 2, 4, ..., max_ranks (max_ranks last)
 };

@@ -115,7 +115,11 @@ for (let i = 0; i < N; ++i) {
 const sx = (W - 2 * M) / Math.max(x1 - x0, 1e-9), sy = (H - 2 * M) / Math.max(y1 - y0, 1e-9);
 const s = Math.min(sx, sy);
 const px = new Float32Array(N), py = new Float32Array(N);
-for (let i = 0; i < N; ++i) { px[i] = M + (P.x[i] - x0) * s; py[i] = H - M - (P.y[i] - y0) * s; }
+const ox = (W - 2 * M - (x1 - x0) * s) / 2, oy = (H - 2 * M - (y1 - y0) * s) / 2;  // centre
+for (let i = 0; i < N; ++i) {
+  px[i] = M + ox + (P.x[i] - x0) * s;
+  py[i] = H - M - oy - (P.y[i] - y0) * s;
+}
 function visible(i) {
   if (P.n[i]) return showNoise && shown[P.l[i]] !== false;
   return !noiseOnly && shown[P.l[i]] !== false;
@@ -189,15 +193,26 @@ cv.addEventListener("mousemove", ev => {
     }
   }
   if (best < 0) { tip.style.display = "none"; return; }
-  showThumb(P.t[best]);
-  tipText.innerHTML = "sample " + P.id[best] + "<br>label " + P.l[best] + ": " +
-      esc(D.classes[P.l[best]] || "?") + "<br>cluster " + P.c[best] +
-      (P.n[best] ? "<br><b>DBSCAN noise</b>" : "");
-  tip.style.display = "block";
-  tip.style.left = (ev.clientX + 14) + "px"; tip.style.top = (ev.clientY + 14) + "px";
+  showTip(best, ev.clientX, ev.clientY);
 });
+function showTip(i, cx, cy) {
+  showThumb(P.t[i]);
+  tipText.innerHTML = "sample " + P.id[i] + "<br>label " + P.l[i] + ": " +
+      esc(D.classes[P.l[i]] || "?") + "<br>cluster " + P.c[i] +
+      (P.n[i] ? "<br><b>DBSCAN noise</b>" : "");
+  tip.style.display = "block";
+  tip.style.left = (cx + 14) + "px"; tip.style.top = (cy + 14) + "px";
+  tip.dataset.sample = P.id[i];
+}
 cv.addEventListener("mouseleave", () => { tip.style.display = "none"; });
 draw();
+// "#hover=<k>" opens the tooltip of drawn point k at load: lets a headless browser check
+// (scripts/check_report_browser.sh) screenshot a hover without a mouse.
+const hv = /^#hover=(\d+)$/.exec(location.hash);
+if (hv && +hv[1] < N) {
+  const r = cv.getBoundingClientRect(), k = +hv[1];
+  showTip(k, r.left + px[k] * r.width / W, r.top + py[k] * r.height / H);
+}
 document.getElementById("status").textContent = N + " points (" + D.total_points +
     " in the embedding), " + K + " classes, " + D.noise_count + " noise, " + T.data.length +
     " thumbnails. Hover a point to see its image; toggle classes on the right.";
@@ -212,8 +227,8 @@ int64_t write_interactive(const std::string& path, const std::vector<ScatterPoin
                           const InteractiveOptions& opt) {
   std::vector<size_t> chosen = choose(pts, opt.max_points);
   std::vector<int> thumb_of;
-  Thumbs th = read_thumbs(opt.dataset_path, pts, chosen, size_t(std::max<int64_t>(0, opt.max_thumbnails)),
-                          thumb_of);
+  Thumbs th = read_thumbs(opt.dataset_path, pts, chosen,
+                          size_t(std::max<int64_t>(0, opt.max_thumbnails)), thumb_of);
   Json j;
   j["title"] = opt.title;
   j["classes"] = class_names;
@@ -240,10 +255,10 @@ int64_t write_interactive(const std::string& path, const std::vector<ScatterPoin
   // "</" inside a <script> would end it; "<\/" is the same JSON string.
   for (size_t pos = 0; (pos = json.find("</", pos)) != std::string::npos; pos += 3)
     json.replace(pos, 2, "<\\/");
-  std::string page = cat("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n<title>",
-                         html_escape(opt.title), "</title>\n",
-                         "<script type=\"application/json\" id=\"points-data\">", json,
-                         "</script>\n", kPage);
+  std::string page =
+      cat("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n<title>",
+          html_escape(opt.title), "</title>\n",
+          "<script type=\"application/json\" id=\"points-data\">", json, "</script>\n", kPage);
   write_text_atomic(path, page);
   return int64_t(chosen.size());
 }

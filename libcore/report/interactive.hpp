@@ -25,7 +25,7 @@ struct ScatterPoint {
 struct InteractiveOptions {
   int64_t max_points = 20000;  // larger embeddings are subsampled (noise always kept)
   int64_t max_thumbnails = 2000;
-  std::string dataset_path;    // "" or a sieve.dataset/1 file with /train/images
+  std::string dataset_path;  // "" or a sieve.dataset/1 file with /train/images
   std::string title;
 };
 

@@ -58,7 +58,9 @@ FigureFormat parse_figure_format(const std::string& s) {
   return s == "svg" ? FigureFormat::Svg : FigureFormat::Png;
 }
 
-const char* extension(FigureFormat f) { return f == FigureFormat::Svg ? "svg" : "png"; }
+const char* extension(FigureFormat f) {
+  return f == FigureFormat::Svg ? "svg" : "png";
+}
 
 std::string terminal_line(FigureFormat f, int width, int height) {
   if (f == FigureFormat::Svg)
@@ -74,8 +76,10 @@ std::string gp_quote(const std::string& s) {
   return out + "'";
 }
 
-void run_gnuplot(const std::string& dir, const std::string& name, const std::string& script,
+void run_gnuplot(const std::string& dir_in, const std::string& name, const std::string& script,
                  const std::string& output_rel) {
+  // Absolute: the command changes into the directory before redirecting into it.
+  const std::string dir = fs::absolute(dir_in).lexically_normal().string();
   fs::create_directories(dir + "/gnuplot");
   const std::string gp = "gnuplot/" + name + ".gp", log = dir + "/gnuplot/" + name + ".log";
   write_text_atomic(dir + "/" + gp, script);
@@ -87,7 +91,8 @@ void run_gnuplot(const std::string& dir, const std::string& name, const std::str
   {
     std::ifstream in(log);
     std::string line;
-    while (std::getline(in, line)) tail = (tail.size() > 600 ? tail.substr(tail.size() - 600) : tail) + line + " | ";
+    while (std::getline(in, line))
+      tail = (tail.size() > 600 ? tail.substr(tail.size() - 600) : tail) + line + " | ";
   }
   if (code == 127) throw Error("gnuplot not found (install Debian's gnuplot-nox)");
   SIEVE_CHECK(code == 0, dir, "/", gp, ": gnuplot failed (exit ", code, "): ", tail);

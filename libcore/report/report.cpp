@@ -28,8 +28,12 @@ struct DataShape {
 DataShape data_shape(const Config& cfg, const RunData& d) {
   DataShape s;
   if (d.dataset.present) {
-    return {true, d.dataset.n_train, d.dataset.num_classes, d.dataset.bytes_per_sample,
-            d.dataset.sample_shape, "dataset.h5"};
+    return {true,
+            d.dataset.n_train,
+            d.dataset.num_classes,
+            d.dataset.bytes_per_sample,
+            d.dataset.sample_shape,
+            "dataset.h5"};
   }
   const std::string src = cfg.get_string("data.source");
   if (src == "synthetic") {
@@ -37,8 +41,9 @@ DataShape data_shape(const Config& cfg, const RunData& d) {
     std::vector<int64_t> shp{cfg.get_int("data.synthetic.height"),
                              cfg.get_int("data.synthetic.width"),
                              cfg.get_int("data.synthetic.channels")};
-    return {true, k * cfg.get_int("data.synthetic.train_per_class"), k,
-            shp[0] * shp[1] * shp[2], shp, "config data.synthetic.*"};
+    return {true, k * cfg.get_int("data.synthetic.train_per_class"),
+            k,    shp[0] * shp[1] * shp[2],
+            shp,  "config data.synthetic.*"};
   }
   if (src == "cifar10" || src == "cifar100")
     return {true, 50000, src == "cifar10" ? 10 : 100, 3072, {32, 32, 3}, "CIFAR training set"};
@@ -67,7 +72,8 @@ double rank_rate(const Config& cfg, const RunData& d, std::string& how) {
   }
   for (auto it = d.pretrain_metrics.rbegin(); it != d.pretrain_metrics.rend(); ++it) {
     if (it->is_object() && it->contains("images_per_s_per_rank") &&
-        (*it)["images_per_s_per_rank"].is_number() && (*it)["images_per_s_per_rank"].get<double>() > 0) {
+        (*it)["images_per_s_per_rank"].is_number() &&
+        (*it)["images_per_s_per_rank"].get<double>() > 0) {
       how = "last pretraining epoch";
       return (*it)["images_per_s_per_rank"].get<double>();
     }
@@ -82,8 +88,9 @@ void section_estimates(SectionContext& c) {
   c.doc.section("A-priori estimates for the configured job", "estimates");
   DataShape ds = data_shape(cfg, c.data);
   if (!ds.known) {
-    c.doc.note("Dataset size unknown (no dataset.h5 and data.source gives no fixed size): "
-               "estimates omitted.");
+    c.doc.note(
+        "Dataset size unknown (no dataset.h5 and data.source gives no fixed size): "
+        "estimates omitted.");
     return;
   }
   EstimateInputs in;
@@ -114,7 +121,8 @@ void section_estimates(SectionContext& c) {
        "one pass over the training set"},
       {"parameters M", std::to_string(in.num_params),
        cat(arch, " (scaled.model), via nn::make_model")},
-      {"gradient bytes per step", log::format_bytes(double(in.grad_bytes_per_param * in.num_params)),
+      {"gradient bytes per step",
+       log::format_bytes(double(in.grad_bytes_per_param * in.num_params)),
        cat(in.grad_bytes_per_param, "·M (", cfg.get_string("report.estimate.grad_dtype"), ")")},
       {"activation bytes per sample", log::format_bytes(in.activation_bytes_per_sample),
        act_cfg > 0 ? "config" : "estimated from layer shapes"},
@@ -122,10 +130,12 @@ void section_estimates(SectionContext& c) {
        cat("params + grads + momentum + ", fmt(b1), " samples of activations")},
       {"network", cat(fmt(in.net.bandwidth_gbps), " Gbit/s, ", fmt(in.net.latency_us), " µs"),
        "report.network.*"},
-      {"images/s per rank r", in.images_per_s_per_rank > 0 ? fixed(in.images_per_s_per_rank, 1) : "unknown",
+      {"images/s per rank r",
+       in.images_per_s_per_rank > 0 ? fixed(in.images_per_s_per_rank, 1) : "unknown",
        rate_how.empty() ? "not measured; set report.estimate.images_per_s_per_rank" : rate_how},
-      {"batch", weak ? cat(in.per_rank_batch, " per rank (weak scaling)")
-                     : cat(in.global_batch, " global (strong scaling)"),
+      {"batch",
+       weak ? cat(in.per_rank_batch, " per rank (weak scaling)")
+            : cat(in.global_batch, " global (strong scaling)"),
        weak ? "report.estimate.per_rank_batch" : "scaled.global_batch"},
   };
   c.doc.table({"quantity", "value", "source"}, inputs, "Inputs of the estimate");
@@ -141,8 +151,9 @@ void section_estimates(SectionContext& c) {
              {"latency_us", fmt(in.net.latency_us), ""},
              {"images_per_s_per_rank", fmt(in.images_per_s_per_rank), rate_how}});
   if (in.images_per_s_per_rank <= 0) {
-    c.doc.note("No images/s per rank measured or configured: predicted scaling omitted (set "
-               "report.estimate.images_per_s_per_rank).");
+    c.doc.note(
+        "No images/s per rank measured or configured: predicted scaling omitted (set "
+        "report.estimate.images_per_s_per_rank).");
     return;
   }
   Estimates est = estimate(in);
@@ -151,7 +162,8 @@ void section_estimates(SectionContext& c) {
     csv.push_back({std::to_string(r.ranks), fmt(r.per_rank_batch), r.feasible ? "1" : "0",
                    fmt(r.comp_s), fmt(r.comm_s), fmt(r.step_s), fmt(r.images_per_s),
                    fmt(r.efficiency), fmt(memory_per_rank(in, r.per_rank_batch))});
-    table.push_back({std::to_string(r.ranks), fmt(r.per_rank_batch, 4) + (r.feasible ? "" : " (<1)"),
+    table.push_back({std::to_string(r.ranks),
+                     fmt(r.per_rank_batch, 4) + (r.feasible ? "" : " (<1)"),
                      fixed(1e3 * r.comp_s, 3), fixed(1e3 * r.comm_s, 3), fixed(1e3 * r.step_s, 3),
                      fixed(r.images_per_s, 0), pct(r.efficiency, 1),
                      log::format_bytes(memory_per_rank(in, r.per_rank_batch))});
@@ -175,7 +187,9 @@ void section_estimates(SectionContext& c) {
                        "set grid\nset key bottom left\nset xlabel 'ranks p'\n"
                        "set ylabel 'predicted efficiency (%)'\nset yrange [0:105]\n"
                        "set y2label 'time per step (s)'\nset y2tics\nset ytics nomirror\n"
-                       "set title 'Predicted scaling of ", arch, " (ring allreduce model)'\n"
+                       "set title 'Predicted scaling of ",
+                       arch,
+                       " (ring allreduce model)'\n"
                        "plot 'data/predicted_scaling.csv' skip 1 using 1:($3==1 ? 100*$8 : NaN) "
                        "with lp lw 2 pt 7 title 'efficiency', '' skip 1 using 1:($3==1 ? $4 : NaN) "
                        "axes x1y2 with l dt 2 lw 2 title 'compute', '' skip 1 using 1:($5 > 0 ? "

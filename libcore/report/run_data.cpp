@@ -152,8 +152,8 @@ void load_filter(RunData& d) {
   if (f.exists("/per_class")) {
     auto rows = f.require<int64_t>(pc + "class", 1)[0];
     for (const char* c : {"samples", "clusters", "noise"})
-      SIEVE_CHECK(f.require<int64_t>(pc + c, 1)[0] == rows, fi.path, ": ", pc, c,
-                  ": expected ", rows, " rows like ", pc, "class");
+      SIEVE_CHECK(f.require<int64_t>(pc + c, 1)[0] == rows, fi.path, ": ", pc, c, ": expected ",
+                  rows, " rows like ", pc, "class");
     SIEVE_CHECK(f.require<double>(pc + "removed_pct", 1)[0] == rows, fi.path, ": ", pc,
                 "removed_pct: expected ", rows, " rows");
     auto cls = f.read_all<int64_t>(pc + "class"), smp = f.read_all<int64_t>(pc + "samples"),
@@ -212,8 +212,7 @@ RunResult parse_result(const Json& j, const std::string& path) {
   RunResult r;
   r.path = path;
   const Json* arm = field(j, "arm", path, true);
-  SIEVE_CHECK(arm->is_string(), path, ": field 'arm': expected a string, found ",
-              arm->type_name());
+  SIEVE_CHECK(arm->is_string(), path, ": field 'arm': expected a string, found ", arm->type_name());
   r.arm = arm->get<std::string>();
   SIEVE_CHECK(r.arm == "full" || r.arm == "filtered" || r.arm == "random", path,
               ": field 'arm': expected full, filtered or random, found '", r.arm, "'");

@@ -66,8 +66,7 @@ struct EmbeddingInfo {
   std::vector<float> points;  // [n, dims]
   std::vector<int32_t> labels;
   std::vector<int64_t> sample_id;
-  double perplexity = kNaN, kl_divergence = kNaN, knn_preservation = kNaN,
-         trustworthiness = kNaN;
+  double perplexity = kNaN, kl_divergence = kNaN, knn_preservation = kNaN, trustworthiness = kNaN;
 };
 
 struct FeaturesInfo {

@@ -37,9 +37,10 @@ void section_overview(SectionContext& c) {
   rows.push_back({"pretrain/metrics.jsonl", status(!d.pretrain_metrics.empty()),
                   d.pretrain_metrics.empty() ? "" : cat(d.pretrain_metrics.size(), " epochs")});
   rows.push_back({"features.h5", status(d.features.present),
-                  d.features.present ? cat(d.features.n, " × ", d.features.dim, " features",
-                                           d.features.layer.empty() ? "" : " from layer " + d.features.layer)
-                                     : ""});
+                  d.features.present
+                      ? cat(d.features.n, " × ", d.features.dim, " features",
+                            d.features.layer.empty() ? "" : " from layer " + d.features.layer)
+                      : ""});
   rows.push_back({"embedding.h5", status(d.embedding.present),
                   d.embedding.present
                       ? cat(d.embedding.n, " points in ", d.embedding.dims, "-D",
@@ -48,9 +49,10 @@ void section_overview(SectionContext& c) {
   int64_t kept = 0;
   for (auto k : d.filter.keep) kept += k ? 1 : 0;
   rows.push_back({"filter.h5", status(d.filter.present),
-                  d.filter.present ? cat(kept, " of ", d.filter.keep.size(), " samples kept",
-                                         d.filter.method.empty() ? "" : " (" + d.filter.method + ")")
-                                   : ""});
+                  d.filter.present
+                      ? cat(kept, " of ", d.filter.keep.size(), " samples kept",
+                            d.filter.method.empty() ? "" : " (" + d.filter.method + ")")
+                      : ""});
   rows.push_back({"sweep/run-*/result.json", status(!d.runs.empty()),
                   d.runs.empty() ? "" : cat(d.runs.size(), " finished runs")});
   c.doc.table({"input", "status", "contents"}, rows);
@@ -75,7 +77,8 @@ void section_reduction(SectionContext& c) {
   }
   c.doc.paragraph(cat("Clustering: ", f.method.empty() ? "n/a" : f.method, ", eps ",
                       fmt(f.eps, 4).empty() ? "n/a" : fmt(f.eps, 4), ", min_samples ",
-                      f.min_samples, ". Noise points (cluster −1) are removed from the "
+                      f.min_samples,
+                      ". Noise points (cluster −1) are removed from the "
                       "filtered arm; the random arm removes as many, chosen at random."));
   std::vector<Row> csv, table;
   int64_t ts = 0, tc = 0, tn = 0;
@@ -100,8 +103,9 @@ void section_reduction(SectionContext& c) {
                         pct(f.noise_precision), " %, recall ", pct(f.noise_recall),
                         " % (share of removed samples that were noise; share of noise removed)."));
   } else {
-    c.doc.note("No noise ground truth (noise_precision/noise_recall absent): precision and "
-               "recall of the removal cannot be given.");
+    c.doc.note(
+        "No noise ground truth (noise_precision/noise_recall absent): precision and "
+        "recall of the removal cannot be given.");
   }
 }
 
@@ -155,14 +159,16 @@ void section_embedding(SectionContext& c) {
   if (num_classes <= 20) {
     gp += "plot ";
     for (int64_t k = 0; k < num_classes; ++k)
-      gp += cat(k ? ", " : "", src, " using ($4==", k, " && $6==0 ? $2 : NaN):3 with points pt 7 "
-                "ps 0.7 lc rgb '", k < 10 ? kPalette[k] : "#555555", "' title ",
-                gp_quote(names[size_t(k)]));
+      gp += cat(k ? ", " : "", src, " using ($4==", k,
+                " && $6==0 ? $2 : NaN):3 with points pt 7 "
+                "ps 0.7 lc rgb '",
+                k < 10 ? kPalette[k] : "#555555", "' title ", gp_quote(names[size_t(k)]));
   } else {
     gp += cat("set palette rgb 33,13,10\nunset colorbox\nplot ", src,
               " using ($6==0 ? $2 : NaN):3:4 with points pt 7 ps 0.3 lc palette title 'classes'");
   }
-  gp += cat(", ", src, " using ($6==1 ? $2 : NaN):3 with points pt 2 ps 0.8 lw 1.5 lc rgb "
+  gp += cat(", ", src,
+            " using ($6==1 ? $2 : NaN):3 with points pt 2 ps 0.8 lw 1.5 lc rgb "
             "'black' title 'DBSCAN noise'\n");
   run_gnuplot(c.dir, "tsne_scatter", gp, c.figure_path("tsne_scatter"));
   c.doc.figure(c.figure_path("tsne_scatter"), "t-SNE embedding, colour = class, × = DBSCAN noise",
@@ -172,17 +178,17 @@ void section_embedding(SectionContext& c) {
   if (num_classes <= 25) {
     const int64_t cols = std::min<int64_t>(5, num_classes);
     const int64_t rows = (num_classes + cols - 1) / cols;
-    std::string mp = terminal_line(c.format, int(cols * 260), int(rows * 250)) +
-                     cat("set output ", gp_quote(c.figure_path("tsne_per_class")), "\n",
-                         "set datafile separator ','\nunset xtics\nunset ytics\nunset key\n",
-                         "set offsets graph 0.03, graph 0.03, graph 0.03, graph 0.03\n",
-                         "set multiplot layout ", rows, ",", cols,
-                         " title 't-SNE per class (noise ×)'\n");
+    std::string mp =
+        terminal_line(c.format, int(cols * 260), int(rows * 250)) +
+        cat("set output ", gp_quote(c.figure_path("tsne_per_class")), "\n",
+            "set datafile separator ','\nunset xtics\nunset ytics\nunset key\n",
+            "set offsets graph 0.03, graph 0.03, graph 0.03, graph 0.03\n", "set multiplot layout ",
+            rows, ",", cols, " title 't-SNE per class (noise ×)'\n");
     for (int64_t k = 0; k < num_classes; ++k)
-      mp += cat("set title ", gp_quote(names[size_t(k)]), "\nplot ", src,
-                " using ($4!=", k, " ? $2 : NaN):3 with dots lc rgb '#dddddd', ", src,
-                " using ($4==", k, " && $6==0 ? $2 : NaN):3 with points pt 7 ps 0.3 lc rgb '",
-                kPalette[k % 10], "', ", src, " using ($4==", k,
+      mp += cat("set title ", gp_quote(names[size_t(k)]), "\nplot ", src, " using ($4!=", k,
+                " ? $2 : NaN):3 with dots lc rgb '#dddddd', ", src, " using ($4==", k,
+                " && $6==0 ? $2 : NaN):3 with points pt 7 ps 0.3 lc rgb '", kPalette[k % 10], "', ",
+                src, " using ($4==", k,
                 " && $6==1 ? $2 : NaN):3 with points pt 2 ps 0.7 lc rgb 'black'\n");
     mp += "unset multiplot\n";
     run_gnuplot(c.dir, "tsne_per_class", mp, c.figure_path("tsne_per_class"));

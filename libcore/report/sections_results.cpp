@@ -46,7 +46,8 @@ struct Point {
 std::vector<Point> aggregate(const std::vector<RunResult>& runs) {
   // (arm, batch) -> wd -> runs
   std::map<std::pair<std::string, int64_t>, std::map<double, std::vector<const RunResult*>>> g;
-  for (auto& r : runs) g[{r.arm, r.global_batch}][std::isnan(r.weight_decay) ? -1.0 : r.weight_decay].push_back(&r);
+  for (auto& r : runs)
+    g[{r.arm, r.global_batch}][std::isnan(r.weight_decay) ? -1.0 : r.weight_decay].push_back(&r);
   std::vector<Point> out;
   for (const char* arm : kArms) {
     for (auto& [key, by_wd] : g) {
@@ -55,10 +56,11 @@ std::vector<Point> aggregate(const std::vector<RunResult>& runs) {
       bool have = false;
       for (auto& [wd, rs] : by_wd) {
         std::vector<double> acc, best, gap;
-        for (auto* r : rs) acc.push_back(r->final_test_acc), best.push_back(r->best_test_acc),
-            gap.push_back(r->gen_gap);
-        Point p{key.first, key.second, wd < 0 ? kNaN : wd, stats_of(acc), stats_of(best),
-                stats_of(gap), int64_t(by_wd.size())};
+        for (auto* r : rs)
+          acc.push_back(r->final_test_acc), best.push_back(r->best_test_acc),
+              gap.push_back(r->gen_gap);
+        Point p{key.first,      key.second,    wd < 0 ? kNaN : wd,   stats_of(acc),
+                stats_of(best), stats_of(gap), int64_t(by_wd.size())};
         if (!have || (!std::isnan(p.acc.mean) && !(p.acc.mean <= best_pt.acc.mean))) best_pt = p;
         have = true;
       }
@@ -104,8 +106,7 @@ void section_accuracy(SectionContext& c) {
   }
   write_csv(c.dir + "/data/accuracy_vs_batch.csv",
             {"arm", "global_batch", "weight_decay", "seeds", "mean_test_acc", "std_test_acc",
-             "min_test_acc", "max_test_acc", "mean_best_test_acc", "mean_gen_gap",
-             "std_gen_gap"},
+             "min_test_acc", "max_test_acc", "mean_best_test_acc", "mean_gen_gap", "std_gen_gap"},
             rows);
   c.doc.paragraph(cat(runs.size(), " runs read from ", c.data.sweep_dir,
                       ". Accuracies are final test accuracies in percent, mean ± sample std over "
@@ -125,9 +126,9 @@ void section_accuracy(SectionContext& c) {
                    std::isnan(m[0]) || std::isnan(m[1]) ? "n/a" : fixed(100 * (m[1] - m[0]), 2),
                    std::isnan(m[2]) || std::isnan(m[1]) ? "n/a" : fixed(100 * (m[1] - m[2]), 2)});
   }
-  c.doc.table({"global batch", "full %", "filtered %", "random %", "filtered − full",
-               "filtered − random"},
-              cmp, "Mean test accuracy per arm");
+  c.doc.table(
+      {"global batch", "full %", "filtered %", "random %", "filtered − full", "filtered − random"},
+      cmp, "Mean test accuracy per arm");
   c.doc.table({"global batch", "arm", "seeds", "mean %", "std %", "range %", "best-epoch %",
                "gen. gap %", "weight decay"},
               table, "Accuracy and generalization gap per arm and batch");
@@ -197,20 +198,22 @@ void section_throughput(SectionContext& c) {
             {"ranks", "runs", "images_per_s", "std_images_per_s", "images_per_s_per_rank",
              "ideal_images_per_s", "efficiency"},
             rows);
-  c.doc.paragraph(cat("Measured training throughput τ_K (images/s of the whole job) against the "
-                      "ideal K·τ_ref/K_ref, with K_ref = ", k_ref, " rank(s), τ_ref = ",
-                      fixed(tau_ref, 1), " images/s. Efficiency = τ_K / ideal."));
+  c.doc.paragraph(
+      cat("Measured training throughput τ_K (images/s of the whole job) against the "
+          "ideal K·τ_ref/K_ref, with K_ref = ",
+          k_ref, " rank(s), τ_ref = ", fixed(tau_ref, 1), " images/s. Efficiency = τ_K / ideal."));
   c.doc.table({"ranks K", "runs", "τ_K img/s", "std", "per rank", "ideal", "efficiency %"}, table,
               "Throughput vs ranks");
-  std::string gp = terminal_line(c.format, 900, 560) +
-                   cat("set output ", gp_quote(c.figure_path("throughput_vs_ranks")), "\n",
-                       "set datafile separator ','\nset logscale xy 2\nset grid\nset key top left\n"
-                       "set xlabel 'ranks K'\nset ylabel 'images/s'\n"
-                       "set title 'Throughput τ_K vs ranks (measured) and K·τ_ref (ideal)'\n"
-                       "set xrange [*:*]\n"
-                       "plot 'data/throughput.csv' using 1:3:4 skip 1 with yerrorlines lw 2 pt 7 "
-                       "title 'measured τ_K', '' using 1:6 skip 1 with lines dt 2 lw 2 title 'ideal "
-                       "K·τ_{ref}'\n");
+  std::string gp =
+      terminal_line(c.format, 900, 560) +
+      cat("set output ", gp_quote(c.figure_path("throughput_vs_ranks")), "\n",
+          "set datafile separator ','\nset logscale xy 2\nset grid\nset key top left\n"
+          "set xlabel 'ranks K'\nset ylabel 'images/s'\n"
+          "set title 'Throughput τ_K vs ranks (measured) and K·τ_ref (ideal)'\n"
+          "set xrange [*:*]\n"
+          "plot 'data/throughput.csv' using 1:3:4 skip 1 with yerrorlines lw 2 pt 7 "
+          "title 'measured τ_K', '' using 1:6 skip 1 with lines dt 2 lw 2 title 'ideal "
+          "K·τ_{ref}'\n");
   run_gnuplot(c.dir, "throughput_vs_ranks", gp, c.figure_path("throughput_vs_ranks"));
   c.doc.figure(c.figure_path("throughput_vs_ranks"), "Throughput vs ranks, measured and ideal",
                {"data/throughput.csv"}, "fig-throughput");
@@ -230,7 +233,7 @@ void section_pretrain(SectionContext& c) {
     SIEVE_CHECK(j.is_object(), c.data.pretrain_metrics_path, ": line ", i + 1,
                 ": expected a JSON object");
     Row r{j.contains("epoch") && j["epoch"].is_number() ? fmt(j["epoch"].get<double>())
-                                                         : std::to_string(i + 1)};
+                                                        : std::to_string(i + 1)};
     for (const char* k : keys) {
       auto it = j.find(k);
       if (it != j.end() && !it->is_null() && !it->is_number())

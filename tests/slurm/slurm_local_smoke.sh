@@ -34,6 +34,7 @@ wait_gone() {
 }
 
 # 1. a batch job
+grep -q "CPUs=$(OMP_NUM_THREADS= nproc) " "$SLURM_CONF" || fail "slurm.conf CPUs != nproc"
 jid=$(sbatch --parsable -o "$WORK/host-%j.out" --wrap "hostname")
 wait_gone "$jid" 30
 grep -qx "$(hostname)" "$WORK/host-$jid.out" || fail "batch output: $(cat "$WORK/host-$jid.out" 2>&1)"
@@ -57,7 +58,7 @@ int main(int argc, char** argv) {
 C
 mpicc -o hello hello.c
 mpi=$(sed -n 's/^MpiDefault=//p' "$SLURM_CONF")
-srun --mpi="$mpi" -n 2 -o "$WORK/mpi.out" ./hello || fail "srun --mpi=$mpi -n 2 failed: $(cat mpi.out)"
+timeout 60 srun --mpi="$mpi" -n 2 -o "$WORK/mpi.out" ./hello || fail "srun --mpi=$mpi -n 2 failed: $(cat mpi.out)"
 for r in 0 1; do
   grep -qx "hello $r of 2 sum 1" mpi.out || fail "MPI output lacks rank $r: $(cat mpi.out)"
 done

@@ -41,9 +41,12 @@ std::vector<std::vector<std::string>> read_csv(const std::string& p) {
     std::string cur;
     bool q = false;
     for (char c : line) {
-      if (c == '"') q = !q;
-      else if (c == ',' && !q) f.push_back(cur), cur.clear();
-      else cur += c;
+      if (c == '"')
+        q = !q;
+      else if (c == ',' && !q)
+        f.push_back(cur), cur.clear();
+      else
+        cur += c;
     }
     f.push_back(cur);
     rows.push_back(f);
@@ -100,8 +103,8 @@ void write_h5_inputs(const std::string& dir, bool with_filter) {
     std::vector<int32_t> cl(kN);
     std::vector<uint8_t> keep(kN);
     std::vector<int64_t> ids(kN);
-    for (int i = 0; i < kN; ++i) cl[i] = i % 7 == 0 ? -1 : i % kClasses, keep[i] = cl[i] >= 0,
-                                 ids[i] = 100 + i;
+    for (int i = 0; i < kN; ++i)
+      cl[i] = i % 7 == 0 ? -1 : i % kClasses, keep[i] = cl[i] >= 0, ids[i] = 100 + i;
     f.write_small<int32_t>("/cluster", {kN}, cl);
     f.write_small<uint8_t>("/keep", {kN}, keep);
     f.write_small<uint8_t>("/random_keep", {kN}, keep);
@@ -128,13 +131,21 @@ void write_runs(const std::string& dir) {
         std::string rd = dir + "/sweep/run-" + std::to_string(index++);
         fs::create_directories(rd);
         int64_t ranks = b == 16 ? 1 : seed == 1 ? 2 : 4;
-        Json j = {{"arm", arm}, {"global_batch", b}, {"seed", seed}, {"ranks", ranks},
-                  {"per_rank_batch", b / ranks}, {"final_test_acc", acc_of(arm, b, seed)},
+        Json j = {{"arm", arm},
+                  {"global_batch", b},
+                  {"seed", seed},
+                  {"ranks", ranks},
+                  {"per_rank_batch", b / ranks},
+                  {"final_test_acc", acc_of(arm, b, seed)},
                   {"best_test_acc", acc_of(arm, b, seed) + 0.01},
-                  {"train_acc", acc_of(arm, b, seed) + 0.1}, {"gen_gap", 0.1},
-                  {"time_to_best_s", 12.5}, {"images_per_s", 100.0 * ranks * (ranks == 4 ? 0.8 : 1.0)},
+                  {"train_acc", acc_of(arm, b, seed) + 0.1},
+                  {"gen_gap", 0.1},
+                  {"time_to_best_s", 12.5},
+                  {"images_per_s", 100.0 * ranks * (ranks == 4 ? 0.8 : 1.0)},
                   {"images_per_s_per_rank", 100.0 * (ranks == 4 ? 0.8 : 1.0)},
-                  {"weight_decay", 5e-4}, {"lr", 0.1}, {"samples_used", 25}};
+                  {"weight_decay", 5e-4},
+                  {"lr", 0.1},
+                  {"samples_used", 25}};
         std::ofstream(rd + "/result.json") << j.dump(2);
         std::ofstream(rd + "/metrics.jsonl") << "{\"epoch\":1}\n{\"epoch\":2}\n";
       }
@@ -154,10 +165,12 @@ std::string make_run(const std::string& name, bool with_filter = true) {
 }
 
 int run_report(const std::string& dir, const std::string& extra, std::string* out) {
-  return test::run_command(test::tool_path("report") + " --run-dir " + dir +
-                               " --set run.name=fake --set scaled.model.arch=mlp --set scaled.model.hidden=[64,64]"
-                               " --set scaled.global_batch=64 " + extra,
-                           out);
+  return test::run_command(
+      test::tool_path("report") + " --run-dir " + dir +
+          " --set run.name=fake --set scaled.model.arch=mlp --set scaled.model.hidden=[64,64]"
+          " --set scaled.global_batch=64 " +
+          extra,
+      out);
 }
 
 }  // namespace
@@ -181,9 +194,8 @@ TEST(ReportTool, FullRunDirectoryGivesTablesFiguresAndMatchingCsv) {
     EXPECT_TRUE(fs::exists(p) && fs::file_size(p) > 0) << p;
   }
   EXPECT_GE(refs, 12);
-  for (const char* fig : {"accuracy_vs_batch", "gen_gap_vs_batch", "tsne_scatter",
-                          "tsne_per_class", "throughput_vs_ranks", "pretrain_curve",
-                          "predicted_scaling"}) {
+  for (const char* fig : {"accuracy_vs_batch", "gen_gap_vs_batch", "tsne_scatter", "tsne_per_class",
+                          "throughput_vs_ranks", "pretrain_curve", "predicted_scaling"}) {
     EXPECT_NE(html.find(std::string("figures/") + fig + ".png"), std::string::npos) << fig;
     EXPECT_NE(md.find(std::string("figures/") + fig + ".png"), std::string::npos) << fig;
     // A real PNG: the signature bytes.
@@ -276,8 +288,7 @@ TEST(ReportTool, MalformedResultIsAnErrorNamingTheFileAndNoReport) {
   std::ofstream(dir + "/sweep/run-3/result.json")
       << "{\"arm\": \"full\", \"global_batch\": \"big\", \"final_test_acc\": 0.5}";
   EXPECT_EQ(run_report(dir, "", &out), 1);
-  EXPECT_NE(out.find("field 'global_batch': expected an integer, found string"),
-            std::string::npos)
+  EXPECT_NE(out.find("field 'global_batch': expected an integer, found string"), std::string::npos)
       << out;
   std::ofstream(dir + "/sweep/run-3/result.json")
       << "{\"arm\": \"everything\", \"global_batch\": 8, \"final_test_acc\": 0.5}";
