@@ -180,7 +180,7 @@ void train_scaled_main(ToolContext& ctx) {
     j["sweep_index"] = index;
     for (auto& [k, v] : sweep.values(index)) j["sweep"][k] = v;
     j["arm"] = arm;
-    j["seed"] = opt.seed;
+    j["seed"] = int64_t(opt.seed);
     j["weight_decay"] = opt.opt.weight_decay;
     j["lr"] = r.peak_lr;
     j["base_lr"] = opt.sched.base_lr;

@@ -53,7 +53,9 @@ TrainOptions read_train_options(const Config& cfg, const std::string& p) {
   o.global_batch = cfg.get_int(p + ".global_batch");
   o.micro_batch = cfg.get_int(p + ".micro_batch");
   int64_t seed = cfg.get_int(p + ".seed");
-  o.seed = seed > 0 ? uint64_t(seed) : mix64(uint64_t(cfg.get_int("run.seed")) ^ mix64(p.size()));
+  // Derived seeds stay below 2^31 so they read back as plain integers everywhere (JSON, YAML).
+  o.seed = seed > 0 ? uint64_t(seed)
+                    : 1 + (mix64(uint64_t(cfg.get_int("run.seed")) ^ mix64(p.size())) & 0x7ffffffe);
   o.augment = cfg.get_bool(p + ".augment");
   o.label_smoothing = float(cfg.get_float(p + ".label_smoothing"));
   o.opt.momentum = cfg.get_float(p + ".optimizer.momentum");
