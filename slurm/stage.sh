@@ -16,6 +16,8 @@ root="${SIEVE_ROOT:?SIEVE_ROOT not set (submit with slurm/full_pipeline.sh)}"
 . "$root/pipelines/stages.sh"
 tool="${SIEVE_STAGE_TOOL[$stage]:?unknown stage $stage}"
 
+# One OpenMP thread per allocated core of each rank (Slurm's cpus-per-task).
+export OMP_NUM_THREADS="${OMP_NUM_THREADS:-${SLURM_CPUS_PER_TASK:-1}}"
 extra=()
 if [ "${SIEVE_STAGE_KIND[$stage]}" = array ]; then
   extra+=(--sweep-index "${SLURM_ARRAY_TASK_ID:?array stage outside a job array}")

@@ -1,8 +1,11 @@
 #include "config/tool.hpp"
 
+#include <omp.h>
+
 #include <cstdio>
 #include <cstdlib>
 #include <iostream>
+#include <thread>
 
 #include "config/sections.hpp"
 #include "util/log.hpp"
@@ -23,6 +26,19 @@ void allow_root_mpi() {
   setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", 0);
 }
 
+// Several ranks on one node must share its cores: without this each rank starts one
+// OpenMP (and OpenBLAS) thread per core, and the oversubscribed spin-waiting threads made
+// a 2-rank run on 2 cores ~20x slower. An explicit OMP_NUM_THREADS always wins.
+extern "C" void openblas_set_num_threads(int) __attribute__((weak));
+
+void share_cores(const Comm& comm) {
+  if (std::getenv("OMP_NUM_THREADS")) return;
+  int cores = int(std::thread::hardware_concurrency());
+  int threads = std::max(1, cores / std::max(1, comm.local_size()));
+  omp_set_num_threads(threads);
+  if (openblas_set_num_threads) openblas_set_num_threads(threads);
+}
+
 }  // namespace
 
 int run_tool(int argc, char** argv, const ToolSpec& spec, const FlagAdder& add_flags,
@@ -32,6 +48,7 @@ int run_tool(int argc, char** argv, const ToolSpec& spec, const FlagAdder& add_f
   Comm comm = Comm::world();
   log::set_rank(comm.rank(), comm.size());
   log::set_tool_name(spec.name);
+  share_cores(comm);
 
   po::options_description common("Common options");
   common.add_options()
