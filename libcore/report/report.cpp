@@ -181,19 +181,20 @@ void section_estimates(SectionContext& c) {
   c.doc.table({"ranks p", "per-rank batch", "compute ms", "allreduce ms", "step ms", "images/s",
                "efficiency %", "memory/rank"},
               table, "Predicted scaling");
-  std::string gp = terminal_line(c.format, 900, 560) +
-                   cat("set output ", gp_quote(c.figure_path("predicted_scaling")), "\n",
-                       "set datafile separator ','\nset logscale x 2\nset logscale y2 10\n"
-                       "set grid\nset key bottom left\nset xlabel 'ranks p'\n"
-                       "set ylabel 'predicted efficiency (%)'\nset yrange [0:105]\n"
-                       "set y2label 'time per step (s)'\nset y2tics\nset ytics nomirror\n"
-                       "set title 'Predicted scaling of ",
-                       arch,
-                       " (ring allreduce model)'\n"
-                       "plot 'data/predicted_scaling.csv' skip 1 using 1:($3==1 ? 100*$8 : NaN) "
-                       "with lp lw 2 pt 7 title 'efficiency', '' skip 1 using 1:($3==1 ? $4 : NaN) "
-                       "axes x1y2 with l dt 2 lw 2 title 'compute', '' skip 1 using 1:($5 > 0 ? "
-                       "$5 : NaN) axes x1y2 with l dt 3 lw 2 title 'allreduce'\n");
+  std::string gp =
+      terminal_line(c.format, 900, 560) +
+      cat("set output ", gp_quote(c.figure_path("predicted_scaling")), "\n",
+          "set datafile separator ','\nset logscale x 2\nset logscale y2 10\n"
+          "set grid\nset key bottom left\nset xlabel 'ranks p'\n"
+          "set ylabel 'predicted efficiency (%)'\nset yrange [0:105]\n"
+          "set y2label 'time per step (s)'\nset y2tics\nset format y2 '%g'\nset ytics nomirror\n"
+          "set title 'Predicted scaling of ",
+          arch,
+          " (ring allreduce model)'\n"
+          "plot 'data/predicted_scaling.csv' skip 1 using 1:($3==1 ? 100*$8 : NaN) "
+          "with lp lw 2 pt 7 title 'efficiency', '' skip 1 using 1:($3==1 ? $4 : NaN) "
+          "axes x1y2 with l dt 2 lw 2 title 'compute', '' skip 1 using 1:($5 > 0 ? "
+          "$5 : NaN) axes x1y2 with l dt 3 lw 2 title 'allreduce'\n");
   run_gnuplot(c.dir, "predicted_scaling", gp, c.figure_path("predicted_scaling"));
   c.doc.figure(c.figure_path("predicted_scaling"), "Predicted scaling efficiency vs ranks",
                {"data/predicted_scaling.csv", "data/estimate_inputs.csv"}, "fig-predicted");

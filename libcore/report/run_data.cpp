@@ -131,6 +131,17 @@ void load_embedding(RunData& d) {
   e.present = true;
 }
 
+// A 1-D integer column stored as int32 or int64 (docs/formats.md leaves the width open).
+std::vector<int64_t> int_column(const h5::File& f, const std::string& name) {
+  if (f.exists(name) && f.dtype(name) == "int32") {
+    f.require<int32_t>(name, 1);
+    auto v = f.read_all<int32_t>(name);
+    return std::vector<int64_t>(v.begin(), v.end());
+  }
+  f.require<int64_t>(name, 1);  // the error names the file, the dataset and what was found
+  return f.read_all<int64_t>(name);
+}
+
 void load_filter(RunData& d) {
   FilterInfo& fi = d.filter;
   fi.path = d.run_dir + "/filter.h5";
@@ -150,14 +161,14 @@ void load_filter(RunData& d) {
               ": /keep and /sample_id must have ", n, " rows like /cluster");
   const std::string pc = "/per_class/";
   if (f.exists("/per_class")) {
-    auto rows = f.require<int64_t>(pc + "class", 1)[0];
-    for (const char* c : {"samples", "clusters", "noise"})
-      SIEVE_CHECK(f.require<int64_t>(pc + c, 1)[0] == rows, fi.path, ": ", pc, c, ": expected ",
+    auto cls = int_column(f, pc + "class"), smp = int_column(f, pc + "samples"),
+         clu = int_column(f, pc + "clusters"), noi = int_column(f, pc + "noise");
+    const size_t rows = cls.size();
+    for (auto* col : {&smp, &clu, &noi})
+      SIEVE_CHECK(col->size() == rows, fi.path, ": ", pc, "{samples,clusters,noise}: expected ",
                   rows, " rows like ", pc, "class");
     SIEVE_CHECK(f.require<double>(pc + "removed_pct", 1)[0] == rows, fi.path, ": ", pc,
                 "removed_pct: expected ", rows, " rows");
-    auto cls = f.read_all<int64_t>(pc + "class"), smp = f.read_all<int64_t>(pc + "samples"),
-         clu = f.read_all<int64_t>(pc + "clusters"), noi = f.read_all<int64_t>(pc + "noise");
     auto pct = f.read_all<double>(pc + "removed_pct");
     for (size_t i = 0; i < cls.size(); ++i)
       fi.per_class.push_back({cls[i], smp[i], clu[i], noi[i], pct[i]});

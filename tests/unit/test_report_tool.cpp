@@ -109,7 +109,7 @@ void write_h5_inputs(const std::string& dir, bool with_filter) {
     f.write_small<uint8_t>("/keep", {kN}, keep);
     f.write_small<uint8_t>("/random_keep", {kN}, keep);
     f.write_small<int64_t>("/sample_id", {kN}, ids);
-    f.write_small<int64_t>("/per_class/class", {3}, {0, 1, 2});
+    f.write_small<int32_t>("/per_class/class", {3}, {0, 1, 2});  // int32 as cluster_filter
     f.write_small<int64_t>("/per_class/samples", {3}, {10, 10, 10});
     f.write_small<int64_t>("/per_class/clusters", {3}, {2, 1, 3});
     f.write_small<int64_t>("/per_class/noise", {3}, {2, 1, 2});
