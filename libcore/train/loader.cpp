@@ -71,6 +71,11 @@ SplitData read_split(const std::string& path, const std::string& split) {
     read_blocks(d.features.data(), g + "/features", size_t(d.f));
   }
   d.labels = f.read_all<int32_t>(g + "/labels");
+  // A label outside 0..K-1 would index past the logits: reject it here, naming the row.
+  const int64_t k = f.attr_int("/", "num_classes");
+  for (size_t i = 0; i < d.labels.size(); ++i)
+    SIEVE_CHECK(d.labels[i] >= 0 && d.labels[i] < k, path, ": ", g, "/labels[", i, "] = ",
+                d.labels[i], " is not a class index 0..", k - 1, " (num_classes ", k, ")");
   f.require<int64_t>(g + "/sample_id", 1);
   d.sample_id = f.read_all<int64_t>(g + "/sample_id");
   SIEVE_CHECK(int64_t(d.sample_id.size()) == d.n, path, ": ", g, "/sample_id has ",

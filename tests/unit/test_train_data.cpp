@@ -163,3 +163,16 @@ TEST(TrainData, SweepExpandsInFixedOrder) {
   EXPECT_THROW(Sweep{badv}, UsageError);
   EXPECT_EQ(Sweep(Config::load(pipeline_schema(), "", {})).size(), 1);
 }
+
+TEST(TrainData, LabelOutsideTheClassesIsAnErrorNamingTheRow) {
+  std::string dir = test::scratch_dir("train_data_labels");
+  auto tr = test::synthetic_images(6, 4, 1, 0);
+  tr.labels[2] = 9;
+  test::write_dataset(dir + "/d.h5", tr, nullptr, 4, 8, 0, {0.5, 0.5, 0.5}, {0.2, 0.2, 0.2});
+  try {
+    read_split(dir + "/d.h5", "train");
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("/train/labels[2] = 9"), std::string::npos) << e.what();
+  }
+}
