@@ -46,27 +46,38 @@ struct TopK {
   }
 };
 
-void knn_direct(const float* X, int64_t N, int64_t D, int64_t k, int64_t q0, int64_t q1,
-                int32_t* idx, float* d2) {
+void knn_sweep(const float* X, int64_t N, int64_t D, int64_t k, const int64_t* queries,
+               int64_t nq, int32_t* idx, float* d2) {
+  std::vector<int32_t> order(static_cast<size_t>(N));
+  for (int64_t j = 0; j < N; ++j) order[j] = int32_t(j);
+  std::sort(order.begin(), order.end(), [&](int32_t a, int32_t b) {
+    return X[a * D] < X[b * D] || (X[a * D] == X[b * D] && a < b);
+  });
+  std::vector<int64_t> pos(static_cast<size_t>(N));
+  for (int64_t p = 0; p < N; ++p) pos[order[p]] = p;
 #pragma omp parallel
   {
     TopK top;
-    std::vector<float> dist(static_cast<size_t>(N));
-#pragma omp for schedule(dynamic, 16)
-    for (int64_t i = q0; i < q1; ++i) {
+#pragma omp for schedule(dynamic, 64)
+    for (int64_t q = 0; q < nq; ++q) {
+      const int64_t i = queries[q];
       const float* xi = X + i * D;
-      for (int64_t j = 0; j < N; ++j) {
+      top.reset(k);
+      auto visit = [&](int64_t p) {  // false once the gap alone rules out the rest
+        const int64_t j = order[p];
+        float gap = X[j * D] - xi[0];
+        if (gap * gap > top.bound()) return false;
         float s = 0.f;
         for (int64_t c = 0; c < D; ++c) {
           float t = xi[c] - X[j * D + c];
           s += t * t;
         }
-        dist[j] = s;
-      }
-      top.reset(k);
-      for (int64_t j = 0; j < N; ++j)
-        if (j != i && dist[j] <= top.bound()) top.push(dist[j], int32_t(j));
-      top.write(idx + (i - q0) * k, d2 + (i - q0) * k);
+        if (s <= top.bound()) top.push(s, int32_t(j));
+        return true;
+      };
+      for (int64_t p = pos[i] + 1; p < N && visit(p);) ++p;
+      for (int64_t p = pos[i] - 1; p >= 0 && visit(p);) --p;
+      top.write(idx + q * k, d2 + q * k);
     }
   }
 }
@@ -77,7 +88,11 @@ void knn_exact(const float* X, int64_t N, int64_t D, int64_t k, int64_t q0, int6
                int32_t* idx, float* d2) {
   SIEVE_ASSERT(k >= 1 && k <= N - 1 && q0 >= 0 && q1 <= N, "k=", k, " N=", N);
   if (q1 <= q0) return;
-  if (D <= 4) return knn_direct(X, N, D, k, q0, q1, idx, d2);
+  if (D <= 4) {
+    std::vector<int64_t> q(static_cast<size_t>(q1 - q0));
+    for (int64_t t = 0; t < q1 - q0; ++t) q[t] = q0 + t;
+    return knn_sweep(X, N, D, k, q.data(), q1 - q0, idx, d2);
+  }
   std::vector<float> norms(static_cast<size_t>(N));
   for (int64_t j = 0; j < N; ++j) {
     float s = 0.f;
@@ -113,6 +128,14 @@ void knn_exact(const float* X, int64_t N, int64_t D, int64_t k, int64_t q0, int6
     }
     for (int64_t t = 0; t < bq; ++t) tops[t].write(idx + (b0 - q0 + t) * k, d2 + (b0 - q0 + t) * k);
   }
+}
+
+void knn_queries(const float* X, int64_t N, int64_t D, int64_t k, const int64_t* queries,
+                 int64_t nq, int32_t* idx, float* d2) {
+  SIEVE_ASSERT(k >= 1 && k <= N - 1, "k=", k, " N=", N);
+  if (D <= 4) return knn_sweep(X, N, D, k, queries, nq, idx, d2);
+  // Gather the queries into contiguous rows, search them against all rows, map back.
+  for (int64_t q = 0; q < nq; ++q) knn_exact(X, N, D, k, queries[q], queries[q] + 1, idx + q * k, d2 + q * k);
 }
 
 }  // namespace sieve::embed

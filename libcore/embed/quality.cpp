@@ -56,6 +56,14 @@ Quality embedding_quality(const Comm& comm, const float* X, int64_t N, int64_t D
     for (int64_t c = 0; c < D; ++c) s += X[j * D + c] * X[j * D + c];
     norms[j] = s;
   }
+  // Embedding neighbours of every sampled point, in one sweep.
+  std::vector<int64_t> sample(static_cast<size_t>(mine.size()));
+  for (int64_t t = 0; t < mine.size(); ++t) sample[t] = (mine.begin + t) * N / m;
+  std::vector<int32_t> sout(static_cast<size_t>(mine.size() * k));
+  {
+    std::vector<float> dd(static_cast<size_t>(mine.size() * k));
+    knn_queries(Yf.data(), N, d, k, sample.data(), mine.size(), sout.data(), dd.data());
+  }
   const int64_t QB = 64;
   std::vector<float> dots(size_t(QB * N));  // [QB,N]
   std::vector<float> qx(size_t(QB * D));
@@ -64,7 +72,7 @@ Quality embedding_quality(const Comm& comm, const float* X, int64_t N, int64_t D
   for (int64_t s0 = mine.begin; s0 < mine.end; s0 += QB) {
     int64_t bq = std::min(QB, mine.end - s0);
     for (int64_t t = 0; t < bq; ++t) {
-      ids[t] = (s0 + t) * N / m;  // evenly spaced sample
+      ids[t] = sample[s0 - mine.begin + t];  // evenly spaced sample
       std::copy(X + ids[t] * D, X + (ids[t] + 1) * D, qx.begin() + t * D);
     }
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, int(bq), int(N), int(D), -2.0f, qx.data(),
@@ -75,27 +83,31 @@ Quality embedding_quality(const Comm& comm, const float* X, int64_t N, int64_t D
       const int64_t i = ids[t];
       float* din = dots.data() + t * N;  // becomes squared input distances
       for (int64_t j = 0; j < N; ++j) din[j] = std::max(0.f, norms[i] + norms[j] + din[j]);
-      din[i] = -1.f;  // self ranks first, below everything
-      int32_t oi[64];
-      float od[64];
-      knn_exact(Yf.data(), N, d, k, i, i + 1, oi, od);
-      // Input k-NN of i by (distance, index), to decide membership consistently.
-      std::vector<std::pair<float, int32_t>> best;
+      const int32_t* oi = sout.data() + (s0 - mine.begin + t) * k;
+      // The k-th input distance (ties by index) decides membership of the input k-NN.
+      std::vector<std::pair<float, int32_t>> heap;
       for (int64_t j = 0; j < N; ++j) {
         if (j == i) continue;
-        best.emplace_back(din[j], int32_t(j));
+        std::pair<float, int32_t> e{din[j], int32_t(j)};
+        if (int64_t(heap.size()) < k) {
+          heap.push_back(e);
+          std::push_heap(heap.begin(), heap.end());
+        } else if (e < heap.front()) {
+          std::pop_heap(heap.begin(), heap.end());
+          heap.back() = e;
+          std::push_heap(heap.begin(), heap.end());
+        }
       }
-      std::partial_sort(best.begin(), best.begin() + k, best.end());
+      const std::pair<float, int32_t> kth = heap.front();
       for (int64_t u = 0; u < k; ++u) {
-        int32_t j = oi[u];
-        bool in = false;
-        for (int64_t v = 0; v < k; ++v) in |= best[v].second == j;
-        if (in) continue;
-        // rank of j among i's input neighbours (1 = nearest)
-        std::pair<float, int32_t> key{din[j], j};
-        int64_t rank = 0;
-        for (const auto& b : best) rank += b < key;
-        pen[t] += double(rank + 1 - k);
+        const int32_t j = oi[u];
+        const std::pair<float, int32_t> key{din[j], j};
+        if (!(kth < key)) continue;  // j is an input neighbour too
+        // rank of j among i's input neighbours (1 = nearest), self excluded
+        int64_t rank = 1;
+        for (int64_t v = 0; v < N; ++v)
+          if (v != i && std::pair<float, int32_t>{din[v], int32_t(v)} < key) ++rank;
+        pen[t] += double(rank - k);
       }
     }
     for (double p : pen) penalty += p;

@@ -96,6 +96,9 @@ double Repulsion::fft(const Comm& comm, const double* Y, int64_t N, Range own, d
   last_boxes_ = nb;
   const int M = g.M, L = g.L;
   const double h = span / M;  // node spacing; node t sits at lo + (t + 0.5) h
+  // Charges use coordinates relative to the grid centre: rep = y phi_1 - phi_y is
+  // translation invariant, and small |y| keeps the float cancellation small.
+  const double mid = lo + 0.5 * span;
 
   // Per owned point: first node index and the 3 weights in each dimension.
   const int64_t n = own.size();
@@ -113,7 +116,7 @@ double Repulsion::fft(const Comm& comm, const double* Y, int64_t N, Range own, d
   // Spread charges 1, y_x, y_y of owned points onto the node grid (serial: fixed order).
   std::vector<double> charges(size_t(3) * M * M, 0.0);  // [3][M][M], row = y-node
   for (int64_t i = 0; i < n; ++i) {
-    const double yx = Y[(own.begin + i) * 2], yy = Y[(own.begin + i) * 2 + 1];
+    const double yx = Y[(own.begin + i) * 2] - mid, yy = Y[(own.begin + i) * 2 + 1] - mid;
     const double* wx = &wts[6 * i];
     const double* wy = &wts[6 * i + 3];
     for (int a = 0; a < kNodes; ++a)
@@ -171,7 +174,7 @@ double Repulsion::fft(const Comm& comm, const double* Y, int64_t N, Range own, d
         size_t cell = size_t(base[2 * i + 1] + a) * M + base[2 * i] + b;
         for (int t = 0; t < 4; ++t) phi[t] += w * pot[size_t(t) * M * M + cell];
       }
-    const double yx = Y[(own.begin + i) * 2], yy = Y[(own.begin + i) * 2 + 1];
+    const double yx = Y[(own.begin + i) * 2] - mid, yy = Y[(own.begin + i) * 2 + 1] - mid;
     zrow[i] = phi[0] - 1.0;  // drop the self term K1(0) = 1
     rep[2 * i] = yx * phi[1] - phi[2];
     rep[2 * i + 1] = yy * phi[1] - phi[3];

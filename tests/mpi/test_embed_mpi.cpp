@@ -1,0 +1,90 @@
+// Under mpiexec -n 2 / -n 3: distributed PCA equals the serial answer computed on rank 0
+// alone; distributed t-SNE separates clusters, is deterministic for a seed and rank
+// count, and its quality figures agree across ranks.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+#include <vector>
+
+#include "embed/pca.hpp"
+#include "embed/quality.hpp"
+#include "embed/tsne.hpp"
+
+using namespace sieve;
+using namespace sieve::embed;
+
+namespace {
+std::vector<float> blobs(int64_t N, int64_t D, int clusters, std::vector<int>* label) {
+  std::mt19937_64 rng(42);
+  std::normal_distribution<float> g;
+  std::vector<float> X(size_t(N * D));
+  for (int64_t i = 0; i < N; ++i) {
+    int c = int(i % clusters);
+    if (label) label->push_back(c);
+    for (int64_t j = 0; j < D; ++j) X[i * D + j] = g(rng) * (1.0f + 0.3f * j) + (j == c ? 25.f : 0.f) + 5.f;
+  }
+  return X;
+}
+}  // namespace
+
+TEST(EmbedMpi, DistributedPcaMatchesSerial) {
+  Comm world = Comm::world();
+  const int64_t N = 1001, F = 16, k = 6;
+  std::vector<float> X = blobs(N, F, 4, nullptr);
+  Range r = block_range(N, world.rank(), world.size());
+  PcaModel dist = pca_fit(world, X.data() + r.begin * F, r.size(), F, k, false);
+  PcaModel ser = pca_fit(Comm(MPI_COMM_SELF), X.data(), N, F, k, false);
+  EXPECT_EQ(dist.samples, N);
+  for (int64_t c = 0; c < k; ++c) {
+    EXPECT_NEAR(dist.variance[c], ser.variance[c], 1e-8 * ser.variance[0]);
+    EXPECT_NEAR(dist.explained_ratio[c], ser.explained_ratio[c], 1e-10);
+    for (int64_t j = 0; j < F; ++j)
+      EXPECT_NEAR(dist.basis[c * F + j], ser.basis[c * F + j], 1e-7) << c << "," << j;
+  }
+  std::vector<float> a(size_t(r.size() * k)), b(size_t(N * k));
+  pca_transform(dist, X.data() + r.begin * F, r.size(), a.data());
+  pca_transform(ser, X.data(), N, b.data());
+  for (int64_t t = 0; t < r.size() * k; ++t) EXPECT_NEAR(a[t], b[r.begin * k + t], 1e-4);
+}
+
+TEST(EmbedMpi, DistributedTsneSeparatesAndIsDeterministic) {
+  Comm world = Comm::world();
+  std::vector<int> label;
+  const int64_t N = 180, D = 8;
+  std::vector<float> X = blobs(N, D, 3, &label);
+  for (RepulsionMethod m : {RepulsionMethod::BarnesHut, RepulsionMethod::Fft}) {
+    TsneOptions opt;
+    opt.perplexity = 12;
+    opt.iterations = 200;
+    opt.exaggeration_iterations = 60;
+    opt.repulsion = m;
+    opt.progress_every = 0;
+    TsneResult a = tsne(world, X.data(), N, D, opt);
+    TsneResult b = tsne(world, X.data(), N, D, opt);
+    EXPECT_EQ(a.Y, b.Y) << repulsion_name(m);
+    // Every rank holds the same embedding.
+    double s = 0;
+    for (double v : a.Y) s += v;
+    EXPECT_EQ(world.allreduce_max(s), world.allreduce_min(s));
+    // Nearest embedded neighbour of (all but at most one) point is in its cluster.
+    int bad = 0;
+    for (int64_t i = 0; i < N; ++i) {
+      double best = 1e300;
+      int64_t bj = -1;
+      for (int64_t j = 0; j < N; ++j) {
+        if (j == i) continue;
+        double d = std::hypot(a.Y[2 * i] - a.Y[2 * j], a.Y[2 * i + 1] - a.Y[2 * j + 1]);
+        if (d < best) best = d, bj = j;
+      }
+      bad += label[bj] != label[i];
+    }
+    EXPECT_LE(bad, 1) << repulsion_name(m);  // a single stray point is tolerated
+    // Quality figures: distributed == serial on rank 0 for the same embedding.
+    Quality qd = embedding_quality(world, X.data(), N, D, a.Y.data(), 2, 100);
+    Quality qs = embedding_quality(Comm(MPI_COMM_SELF), X.data(), N, D, a.Y.data(), 2, 100);
+    EXPECT_NEAR(qd.knn_preservation, qs.knn_preservation, 1e-12);
+    EXPECT_NEAR(qd.trustworthiness, qs.trustworthiness, 1e-12);
+    EXPECT_GT(qd.trustworthiness, 0.8);
+  }
+}
