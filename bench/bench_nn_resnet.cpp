@@ -35,8 +35,8 @@ static double sgemm_gflops() {
   double best = 0;
   for (int rep = 0; rep < 3; ++rep) {
     auto t = Clock::now();
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.f, a.data(), n, b.data(),
-                n, 0.f, c.data(), n);
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.f, a.data(), n, b.data(), n,
+                0.f, c.data(), n);
     best = std::max(best, 2.0 * n * n * n / seconds_since(t) / 1e9);
   }
   return best;

@@ -38,8 +38,8 @@ struct PoolShape {  // max pooling, square kernel
 class ConvOp {
  public:
   virtual ~ConvOp() = default;
-  virtual void forward(const float* x, const float* w, float* y) = 0;  // x NHWC, w OIHW
-  virtual void backward_data(const float* dy, const float* w, float* dx) = 0;   // dx =
+  virtual void forward(const float* x, const float* w, float* y) = 0;             // x NHWC, w OIHW
+  virtual void backward_data(const float* dy, const float* w, float* dx) = 0;     // dx =
   virtual void backward_weights(const float* x, const float* dy, float* dw) = 0;  // dw +=
 };
 

@@ -52,29 +52,29 @@ class DnnlConv final : public ConvOp {
     user_w_md_ = memory::desc(wei, dt::f32, tag::oihw);
     memory::desc w_any(wei, dt::f32, tag::any);
     dnnl::convolution_forward::desc fd(dnnl::prop_kind::forward_training,
-                                       dnnl::algorithm::convolution_direct, src_md_, w_any,
-                                       dst_md_, strides, pad, pad);
+                                       dnnl::algorithm::convolution_direct, src_md_, w_any, dst_md_,
+                                       strides, pad, pad);
     fwd_pd_ = dnnl::convolution_forward::primitive_desc(fd, eng());
     fwd_ = dnnl::convolution_forward(fwd_pd_);
     dnnl::convolution_backward_data::desc bd(dnnl::algorithm::convolution_direct, src_md_, w_any,
                                              dst_md_, strides, pad, pad);
     bwd_d_pd_ = dnnl::convolution_backward_data::primitive_desc(bd, eng(), fwd_pd_);
     bwd_d_ = dnnl::convolution_backward_data(bwd_d_pd_);
-    dnnl::convolution_backward_weights::desc bw(dnnl::algorithm::convolution_direct, src_md_,
-                                                w_any, dst_md_, strides, pad, pad);
+    dnnl::convolution_backward_weights::desc bw(dnnl::algorithm::convolution_direct, src_md_, w_any,
+                                                dst_md_, strides, pad, pad);
     bwd_w_pd_ = dnnl::convolution_backward_weights::primitive_desc(bw, eng(), fwd_pd_);
     bwd_w_ = dnnl::convolution_backward_weights(bwd_w_pd_);
     // Weight reorders, created once: OIHW -> each primitive's layout, and the weight
     // gradient back to OIHW with a sum post-op, so it accumulates (+=) straight into grads.
     if (fwd_pd_.weights_desc() != user_w_md_) {
       fwd_w_ = memory(fwd_pd_.weights_desc(), eng());
-      to_fwd_ = dnnl::reorder(dnnl::reorder::primitive_desc(eng(), user_w_md_, eng(),
-                                                             fwd_pd_.weights_desc()));
+      to_fwd_ = dnnl::reorder(
+          dnnl::reorder::primitive_desc(eng(), user_w_md_, eng(), fwd_pd_.weights_desc()));
     }
     if (bwd_d_pd_.weights_desc() != user_w_md_) {
       bwd_w_in_ = memory(bwd_d_pd_.weights_desc(), eng());
-      to_bwd_ = dnnl::reorder(dnnl::reorder::primitive_desc(eng(), user_w_md_, eng(),
-                                                             bwd_d_pd_.weights_desc()));
+      to_bwd_ = dnnl::reorder(
+          dnnl::reorder::primitive_desc(eng(), user_w_md_, eng(), bwd_d_pd_.weights_desc()));
     }
     dnnl::post_ops sum;
     sum.append_sum(1.f);
@@ -87,9 +87,9 @@ class DnnlConv final : public ConvOp {
 
   void forward(const float* x, const float* w, float* y) override {
     memory wm = weights_for(to_fwd_, w, fwd_w_);
-    fwd_.execute(strm(), {{DNNL_ARG_SRC, mem(src_md_, x)},
-                          {DNNL_ARG_WEIGHTS, wm},
-                          {DNNL_ARG_DST, mem(dst_md_, y)}});
+    fwd_.execute(
+        strm(),
+        {{DNNL_ARG_SRC, mem(src_md_, x)}, {DNNL_ARG_WEIGHTS, wm}, {DNNL_ARG_DST, mem(dst_md_, y)}});
     strm().wait();
   }
   void backward_data(const float* dy, const float* w, float* dx) override {
@@ -132,8 +132,15 @@ class DnnlConv final : public ConvOp {
 class DnnlBatchNorm final : public BatchNormOp {
  public:
   DnnlBatchNorm(int n, int c, int h, int w, bool relu, float momentum, float eps)
-      : m_(n * h * w), c_(c), relu_(relu), momentum_(momentum), mean_(c), var_(c), dg_(c),
-        db_(c), zeros_(c, 0.f) {
+      : m_(n * h * w),
+        c_(c),
+        relu_(relu),
+        momentum_(momentum),
+        mean_(c),
+        var_(c),
+        dg_(c),
+        db_(c),
+        zeros_(c, 0.f) {
     data_md_ = memory::desc({n, c, h, w}, dt::f32, tag::nhwc);
     vec_md_ = memory::desc({c}, dt::f32, tag::a);
     auto flags = dnnl::normalization_flags::use_scale | dnnl::normalization_flags::use_shift;
@@ -142,13 +149,12 @@ class DnnlBatchNorm final : public BatchNormOp {
                                                flags);
     train_pd_ = dnnl::batch_normalization_forward::primitive_desc(td, eng());
     train_ = dnnl::batch_normalization_forward(train_pd_);
-    dnnl::batch_normalization_forward::desc ed(
-        dnnl::prop_kind::forward_inference, data_md_, eps,
-        flags | dnnl::normalization_flags::use_global_stats);
+    dnnl::batch_normalization_forward::desc ed(dnnl::prop_kind::forward_inference, data_md_, eps,
+                                               flags | dnnl::normalization_flags::use_global_stats);
     eval_pd_ = dnnl::batch_normalization_forward::primitive_desc(ed, eng());
     eval_ = dnnl::batch_normalization_forward(eval_pd_);
-    dnnl::batch_normalization_backward::desc bd(dnnl::prop_kind::backward, data_md_, data_md_,
-                                                eps, flags);
+    dnnl::batch_normalization_backward::desc bd(dnnl::prop_kind::backward, data_md_, data_md_, eps,
+                                                flags);
     bwd_pd_ = dnnl::batch_normalization_backward::primitive_desc(bd, eng(), train_pd_);
     bwd_ = dnnl::batch_normalization_backward(bwd_pd_);
     if (relu) ws_ = memory(train_pd_.workspace_desc(), eng());
@@ -213,8 +219,8 @@ class DnnlMaxPool final : public MaxPoolOp {
     src_md_ = memory::desc({s.n, s.c, s.h, s.w}, dt::f32, tag::nhwc);
     dst_md_ = memory::desc({s.n, s.c, s.oh(), s.ow()}, dt::f32, tag::nhwc);
     memory::dims k{s.kernel, s.kernel}, st{s.stride, s.stride}, p{s.pad, s.pad};
-    dnnl::pooling_forward::desc fd(dnnl::prop_kind::forward_training,
-                                   dnnl::algorithm::pooling_max, src_md_, dst_md_, st, k, p, p);
+    dnnl::pooling_forward::desc fd(dnnl::prop_kind::forward_training, dnnl::algorithm::pooling_max,
+                                   src_md_, dst_md_, st, k, p, p);
     fwd_pd_ = dnnl::pooling_forward::primitive_desc(fd, eng());
     fwd_ = dnnl::pooling_forward(fwd_pd_);
     dnnl::pooling_backward::desc bd(dnnl::algorithm::pooling_max, src_md_, dst_md_, st, k, p, p);
@@ -248,8 +254,8 @@ class BlasLinear final : public LinearOp {
  public:
   BlasLinear(int n, int in, int out) : n_(n), in_(in), out_(out) {}
   void forward(const float* x, const float* w, const float* b, float* y) override {
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, n_, out_, in_, 1.f, x, in_, w, in_, 0.f,
-                y, out_);
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, n_, out_, in_, 1.f, x, in_, w, in_, 0.f, y,
+                out_);
     if (b)
       for (int i = 0; i < n_; ++i)
         for (int o = 0; o < out_; ++o) y[size_t(i) * out_ + o] += b[o];
@@ -341,8 +347,7 @@ class CpuBackend final : public Backend {
                                    dnnl::algorithm::eltwise_relu_use_dst_for_bwd, r.md, 0.f);
     dnnl::eltwise_forward::primitive_desc fpd(fd, eng());
     r.fwd = dnnl::eltwise_forward(fpd);
-    dnnl::eltwise_backward::desc bd(dnnl::algorithm::eltwise_relu_use_dst_for_bwd, r.md, r.md,
-                                    0.f);
+    dnnl::eltwise_backward::desc bd(dnnl::algorithm::eltwise_relu_use_dst_for_bwd, r.md, r.md, 0.f);
     r.bwd = dnnl::eltwise_backward(dnnl::eltwise_backward::primitive_desc(bd, eng(), fpd));
     return relu_.emplace(count, std::move(r)).first->second;
   }
@@ -351,6 +356,8 @@ class CpuBackend final : public Backend {
 
 }  // namespace
 
-std::unique_ptr<Backend> make_cpu_backend() { return std::make_unique<CpuBackend>(); }
+std::unique_ptr<Backend> make_cpu_backend() {
+  return std::make_unique<CpuBackend>();
+}
 
 }  // namespace sieve::nn

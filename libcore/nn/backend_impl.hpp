@@ -13,8 +13,8 @@ std::unique_ptr<Backend> make_cpu_backend();
 
 // PyTorch's running-stat update from batch mean and biased variance over m samples:
 // r = (1 - momentum) * r + momentum * stat, with the variance made unbiased (m / (m - 1)).
-inline void update_running_stats(int m, int c, float momentum, const float* mean,
-                                 const float* var, float* run_mean, float* run_var) {
+inline void update_running_stats(int m, int c, float momentum, const float* mean, const float* var,
+                                 float* run_mean, float* run_var) {
   const double unbias = m > 1 ? double(m) / (m - 1) : 1.0;
   for (int i = 0; i < c; ++i) {
     run_mean[i] = float((1.0 - momentum) * run_mean[i] + momentum * double(mean[i]));

@@ -12,7 +12,9 @@ namespace {
 class RefConv final : public ConvOp {
  public:
   explicit RefConv(const ConvShape& s) : s_(s) {}
-  void forward(const float* x, const float* w, float* y) override { ref::conv_forward(s_, x, w, y); }
+  void forward(const float* x, const float* w, float* y) override {
+    ref::conv_forward(s_, x, w, y);
+  }
   void backward_data(const float* dy, const float* w, float* dx) override {
     ref::conv_backward_data(s_, dy, w, dx);
   }
@@ -112,6 +114,8 @@ class RefBackend final : public Backend {
 
 }  // namespace
 
-std::unique_ptr<Backend> make_ref_backend() { return std::make_unique<RefBackend>(); }
+std::unique_ptr<Backend> make_ref_backend() {
+  return std::make_unique<RefBackend>();
+}
 
 }  // namespace sieve::nn

@@ -28,7 +28,7 @@ struct GradCheckOptions {
   // A kink: |slope+ - slope-| > kink_tol * (|slope+| + |slope-|) + kink_atol (kink_atol is
   // the noise floor of a one-sided slope: ~ rounding error of f / h).
   double kink_tol = 1e-3, kink_atol = 1e-6;
-  size_t max_coords = 0;   // 0: check every coordinate; else a deterministic strided subset
+  size_t max_coords = 0;  // 0: check every coordinate; else a deterministic strided subset
 };
 
 struct GradCheckResult {

@@ -47,12 +47,15 @@ Conv2d::Conv2d(Backend& be, ParamSink& sink, const std::string& name, int cin_, 
   w_ = reg(sink, name + ".weight", {cout, cin, kernel, kernel}, false);
 }
 Shape4 Conv2d::output_shape(const Shape4& in) const {
-  return {in.n, cout, (in.h + 2 * pad - kernel) / stride + 1, (in.w + 2 * pad - kernel) / stride + 1};
+  return {in.n, cout, (in.h + 2 * pad - kernel) / stride + 1,
+          (in.w + 2 * pad - kernel) / stride + 1};
 }
 void Conv2d::reshape() {
   op_ = be_.conv2d({in_.n, in_.c, in_.h, in_.w, cout, kernel, kernel, stride, pad});
 }
-void Conv2d::forward_impl(const float* x, bool) { op_->forward(x, p(w_), y_.data()); }
+void Conv2d::forward_impl(const float* x, bool) {
+  op_->forward(x, p(w_), y_.data());
+}
 void Conv2d::backward_impl(const float* dy) {
   op_->backward_weights(x_, dy, g(w_));
   if (need_dx_) op_->backward_data(dy, p(w_), dx_.data());
@@ -61,7 +64,11 @@ void Conv2d::backward_impl(const float* dy) {
 // ---- BatchNorm2d ----
 BatchNorm2d::BatchNorm2d(Backend& be, ParamSink& sink, const std::string& name, int c,
                          bool fuse_relu)
-    : Layer(be, c), name_(name), relu_(fuse_relu), run_mean_(c, 0.f), run_var_(c, 1.f),
+    : Layer(be, c),
+      name_(name),
+      relu_(fuse_relu),
+      run_mean_(c, 0.f),
+      run_var_(c, 1.f),
       tracked_(1, 0.f) {
   gamma_ = reg(sink, name + ".weight", {c}, true);
   beta_ = reg(sink, name + ".bias", {c}, true);
@@ -70,8 +77,8 @@ void BatchNorm2d::reshape() {
   op_ = be_.batchnorm(in_.n, in_.c, in_.h, in_.w, relu_, 0.1f, 1e-5f);
 }
 void BatchNorm2d::forward_impl(const float* x, bool training) {
-  SIEVE_CHECK(!training || size_t(in_.n) * in_.h * in_.w > 1,
-              "BatchNorm2d '", name_, "': training needs more than 1 value per channel");
+  SIEVE_CHECK(!training || size_t(in_.n) * in_.h * in_.w > 1, "BatchNorm2d '", name_,
+              "': training needs more than 1 value per channel");
   op_->forward(x, p(gamma_), p(beta_), run_mean_.data(), run_var_.data(), y_.data(), training);
   if (training) tracked_[0] += 1.f;
 }
@@ -86,7 +93,9 @@ void BatchNorm2d::buffers(std::vector<BufferInfo>& out) {
 }
 
 // ---- ReLU ----
-void ReLU::forward_impl(const float* x, bool) { be_.relu_forward(x, y_.data(), in_.size()); }
+void ReLU::forward_impl(const float* x, bool) {
+  be_.relu_forward(x, y_.data(), in_.size());
+}
 void ReLU::backward_impl(const float* dy) {
   be_.relu_backward(y_.data(), dy, dx_.data(), in_.size());
 }
@@ -102,7 +111,9 @@ void MaxPool2d::reshape() {
 void MaxPool2d::forward_impl(const float* x, bool training) {
   op_->forward(x, y_.data(), training);
 }
-void MaxPool2d::backward_impl(const float* dy) { op_->backward(x_, dy, dx_.data()); }
+void MaxPool2d::backward_impl(const float* dy) {
+  op_->backward(x_, dy, dx_.data());
+}
 
 // ---- GlobalAvgPool ----
 void GlobalAvgPool::forward_impl(const float* x, bool) {
@@ -119,8 +130,12 @@ Linear::Linear(Backend& be, ParamSink& sink, const std::string& name, int in, in
   w_ = reg(sink, name + ".weight", {out, in}, false);
   b_ = reg(sink, name + ".bias", {out}, true);
 }
-void Linear::reshape() { op_ = be_.linear(in_.n, in_f_, out_f_); }
-void Linear::forward_impl(const float* x, bool) { op_->forward(x, p(w_), p(b_), y_.data()); }
+void Linear::reshape() {
+  op_ = be_.linear(in_.n, in_f_, out_f_);
+}
+void Linear::forward_impl(const float* x, bool) {
+  op_->forward(x, p(w_), p(b_), y_.data());
+}
 void Linear::backward_impl(const float* dy) {
   op_->backward(x_, dy, p(w_), need_dx_ ? dx_.data() : nullptr, g(w_), g(b_));
 }

@@ -67,6 +67,8 @@ class Mlp final : public Model, public ParamSink {
 
 }  // namespace
 
-std::unique_ptr<Model> make_mlp(const ModelSpec& spec) { return std::make_unique<Mlp>(spec); }
+std::unique_ptr<Model> make_mlp(const ModelSpec& spec) {
+  return std::make_unique<Mlp>(spec);
+}
 
 }  // namespace sieve::nn

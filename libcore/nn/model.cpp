@@ -30,7 +30,9 @@ void Model::backward(const float* dlogits) {
   backward_impl(dlogits);
 }
 
-void Model::zero_grad() { std::fill(grads_.begin(), grads_.end(), 0.f); }
+void Model::zero_grad() {
+  std::fill(grads_.begin(), grads_.end(), 0.f);
+}
 
 size_t Model::add_param(const std::string& name, std::vector<int64_t> shape, bool bnb) {
   SIEVE_ASSERT(params_.empty(), "add_param after finalize_params");

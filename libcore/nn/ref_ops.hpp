@@ -184,7 +184,8 @@ void linear_forward(int n, int in, int out, const T* x, const T* w, const T* b, 
   for (int i = 0; i < n; ++i)
     for (int o = 0; o < out; ++o) {
       double acc = b ? double(b[o]) : 0.0;
-      for (int j = 0; j < in; ++j) acc += double(x[size_t(i) * in + j]) * double(w[size_t(o) * in + j]);
+      for (int j = 0; j < in; ++j)
+        acc += double(x[size_t(i) * in + j]) * double(w[size_t(o) * in + j]);
       y[size_t(i) * out + o] = T(acc);
     }
 }
@@ -196,7 +197,8 @@ void linear_backward(int n, int in, int out, const T* x, const T* dy, const T* w
     for (int i = 0; i < n; ++i)
       for (int j = 0; j < in; ++j) {
         double acc = 0;
-        for (int o = 0; o < out; ++o) acc += double(dy[size_t(i) * out + o]) * double(w[size_t(o) * in + j]);
+        for (int o = 0; o < out; ++o)
+          acc += double(dy[size_t(i) * out + o]) * double(w[size_t(o) * in + j]);
         dx[size_t(i) * in + j] = T(acc);
       }
   for (int o = 0; o < out; ++o) {
@@ -205,7 +207,8 @@ void linear_backward(int n, int in, int out, const T* x, const T* dy, const T* w
     if (db) db[o] += T(sb);
     for (int j = 0; j < in; ++j) {
       double acc = 0;
-      for (int i = 0; i < n; ++i) acc += double(dy[size_t(i) * out + o]) * double(x[size_t(i) * in + j]);
+      for (int i = 0; i < n; ++i)
+        acc += double(dy[size_t(i) * out + o]) * double(x[size_t(i) * in + j]);
       dw[size_t(o) * in + j] += T(acc);
     }
   }

@@ -41,14 +41,16 @@ class Block {
                                                    i + 1 < steps.size()));
     }
     if (stride != 1 || cin != cout) {
-      ds_conv_ = std::make_unique<Conv2d>(be, sink, name + ".downsample.0", cin, cout, 1, stride, 0);
+      ds_conv_ =
+          std::make_unique<Conv2d>(be, sink, name + ".downsample.0", cin, cout, 1, stride, 0);
       ds_bn_ = std::make_unique<BatchNorm2d>(be, sink, name + ".downsample.1", cout, false);
     }
   }
 
   std::vector<Layer*> layers() {
     std::vector<Layer*> out;
-    for (size_t i = 0; i < convs_.size(); ++i) out.push_back(convs_[i].get()), out.push_back(bns_[i].get());
+    for (size_t i = 0; i < convs_.size(); ++i)
+      out.push_back(convs_[i].get()), out.push_back(bns_[i].get());
     if (ds_conv_) out.push_back(ds_conv_.get()), out.push_back(ds_bn_.get());
     return out;
   }
@@ -115,19 +117,25 @@ class ResNet final : public Model, public ParamSink {
   explicit ResNet(const ModelSpec& s) : Model(s) {
     std::vector<int> depth;
     bool bottleneck = false;
-    if (s.arch == "resnet18") depth = {2, 2, 2, 2};
-    else if (s.arch == "resnet34") depth = {3, 4, 6, 3};
-    else if (s.arch == "resnet50") depth = {3, 4, 6, 3}, bottleneck = true;
-    else if (s.arch == "resnet101") depth = {3, 4, 23, 3}, bottleneck = true;
-    else if (s.arch == "resnet152") depth = {3, 8, 36, 3}, bottleneck = true;
+    if (s.arch == "resnet18")
+      depth = {2, 2, 2, 2};
+    else if (s.arch == "resnet34")
+      depth = {3, 4, 6, 3};
+    else if (s.arch == "resnet50")
+      depth = {3, 4, 6, 3}, bottleneck = true;
+    else if (s.arch == "resnet101")
+      depth = {3, 4, 23, 3}, bottleneck = true;
+    else if (s.arch == "resnet152")
+      depth = {3, 8, 36, 3}, bottleneck = true;
     else
       throw UsageError(cat("model arch '", s.arch,
                            "': expected resnet18, resnet34, resnet50, resnet101 or resnet152"));
     if (s.stem != "cifar" && s.stem != "imagenet")
       throw UsageError(cat("model stem '", s.stem, "': expected cifar or imagenet"));
     if (s.in_features > 0 || s.in_channels < 1 || s.in_height < 1 || s.in_width < 1)
-      throw UsageError(cat("model input: resnet needs an image input (in_channels, in_height, "
-                           "in_width >= 1, in_features 0)"));
+      throw UsageError(
+          cat("model input: resnet needs an image input (in_channels, in_height, "
+              "in_width >= 1, in_features 0)"));
     Backend& be = backend(s.backend);
     auto w = [&](int base) { return std::max(1, int(std::lround(base * s.width))); };
     int c = w(64);

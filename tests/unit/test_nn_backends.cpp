@@ -30,15 +30,20 @@ double rel_diff(const Vec& a, const Vec& b) {
   return m / (1.0 + s);
 }
 constexpr double kTol = 1e-5;  // float accumulation-order differences only
-Backend& cpu() { return backend("cpu"); }
-Backend& ref() { return backend("ref"); }
+Backend& cpu() {
+  return backend("cpu");
+}
+Backend& ref() {
+  return backend("ref");
+}
 
 }  // namespace
 
 TEST(NnBackends, Conv) {
-  for (ConvShape s : {ConvShape{3, 3, 9, 9, 8, 3, 3, 1, 1}, ConvShape{2, 16, 8, 8, 32, 3, 3, 2, 1},
-                      ConvShape{2, 16, 8, 8, 32, 1, 1, 2, 0}, ConvShape{2, 3, 15, 15, 16, 7, 7, 2, 3},
-                      ConvShape{4, 5, 4, 4, 6, 3, 3, 1, 1}}) {
+  for (ConvShape s :
+       {ConvShape{3, 3, 9, 9, 8, 3, 3, 1, 1}, ConvShape{2, 16, 8, 8, 32, 3, 3, 2, 1},
+        ConvShape{2, 16, 8, 8, 32, 1, 1, 2, 0}, ConvShape{2, 3, 15, 15, 16, 7, 7, 2, 3},
+        ConvShape{4, 5, 4, 4, 6, 3, 3, 1, 1}}) {
     size_t nx = size_t(s.n) * s.c * s.h * s.w, nw = size_t(s.k) * s.c * s.r * s.s,
            ny = size_t(s.n) * s.k * s.oh() * s.ow();
     Vec x = randn(nx, 1), w = randn(nw, 2), dy = randn(ny, 3);

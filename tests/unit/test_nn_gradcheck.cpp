@@ -27,8 +27,8 @@ double dot(const Vec& a, const Vec& b) {
   return s;
 }
 void expect_ok(const GradCheckResult& r, const char* what) {
-  EXPECT_TRUE(r.ok()) << what << ": checked " << r.checked << " skipped " << r.skipped
-                      << " failed " << r.failed << " " << r.first_failure;
+  EXPECT_TRUE(r.ok()) << what << ": checked " << r.checked << " skipped " << r.skipped << " failed "
+                      << r.failed << " " << r.first_failure;
   EXPECT_LE(r.skipped, r.checked / 10 + 2) << what << ": too many kinks skipped";
 }
 

@@ -73,7 +73,9 @@ void check_model_gradient(const ModelSpec& spec, int n) {
 
 // ResNet-18, width 0.0625 (4..32 channels), 8x8 input, batch 2: layer4 sees 1x1 maps, so BN
 // normalises 2 values per channel, the hardest case.
-TEST(NnModel, TinyResNetGradientCheck) { check_model_gradient(tiny_resnet("cpu"), 2); }
+TEST(NnModel, TinyResNetGradientCheck) {
+  check_model_gradient(tiny_resnet("cpu"), 2);
+}
 
 TEST(NnModel, MlpGradientCheck) {
   ModelSpec s;
@@ -191,8 +193,7 @@ TEST(NnModel, AllArchsAndStemsRun) {
     std::vector<float> dz(6, 0.1f);
     m->backward(dz.data());
     bool basic = std::string(arch) == "resnet18" || std::string(arch) == "resnet34";
-    EXPECT_EQ(m->feature_dim(), basic ? 16 : 64)
-        << arch;
+    EXPECT_EQ(m->feature_dim(), basic ? 16 : 64) << arch;
     m->forward(x.data(), 1, false);  // eval, different batch size
   }
   ModelSpec bad = tiny_resnet("cpu");
