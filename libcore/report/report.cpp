@@ -235,6 +235,8 @@ void make_report(const Config& cfg, const ReportOptions& opt, const Comm& comm) 
     write_text_atomic(dir + "/report.config.yaml", cfg.to_yaml());
   }
   out.commit();
+  // The resolved config also next to the directory, as for every Sieve output.
+  if (comm.is_root()) write_text_atomic(config_sidecar_path(opt.output), cfg.to_yaml());
   log::info(cat("wrote ", opt.output, "/index.html (and index.md, figures/, data/)"));
 }
 

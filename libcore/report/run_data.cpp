@@ -80,6 +80,14 @@ void load_dataset(RunData& d) {
     throw Error(cat(ds.path, ": neither /train/images nor /train/features present"));
   }
   ds.has_noise_truth = f.exists("/train/noise_truth");
+  if (ds.has_noise_truth) {
+    SIEVE_CHECK(int64_t(f.require<uint8_t>("/train/noise_truth", 1)[0]) == ds.n_train &&
+                    int64_t(f.require<int64_t>("/train/sample_id", 1)[0]) == ds.n_train,
+                ds.path, ": /train/noise_truth and /train/sample_id must have ", ds.n_train,
+                " rows");
+    ds.noise_truth = f.read_all<uint8_t>("/train/noise_truth");
+    ds.train_sample_id = f.read_all<int64_t>("/train/sample_id");
+  }
 }
 
 void load_features(RunData& d) {

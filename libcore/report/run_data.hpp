@@ -40,6 +40,8 @@ struct DatasetInfo {
   std::vector<int64_t> sample_shape;  // [H,W,C] for images, [F] for tabular
   int64_t bytes_per_sample = 0;       // H*W*C (uint8) or 4F (float32)
   bool has_noise_truth = false;
+  std::vector<uint8_t> noise_truth;      // [n_train] when has_noise_truth
+  std::vector<int64_t> train_sample_id;  // [n_train] when has_noise_truth
 };
 
 struct ClassRow {  // one row of the paper's Table I

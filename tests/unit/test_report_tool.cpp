@@ -227,6 +227,9 @@ TEST(ReportTool, FullRunDirectoryGivesTablesFiguresAndMatchingCsv) {
   EXPECT_EQ(red[3][4], "2");
   EXPECT_NE(md.find("| all | total | 30 | 6 | 5 | 16.67 |"), std::string::npos) << md;
   EXPECT_NE(md.find("precision 75.00 %, recall 60.00 %"), std::string::npos);
+  // Recomputed from dataset noise_truth (i % 7 == 0) and cluster -1 (i % 7 == 0): 5 of 5.
+  EXPECT_NE(md.find("| 5 | 5 | 5 | 100.00 | 100.00 |"), std::string::npos) << md;
+  EXPECT_TRUE(fs::exists(dir + "/report.config.yaml"));
 
   // t-SNE points joined with the filter by sample_id: noise exactly where cluster == -1.
   auto pts = read_csv(rep + "/data/tsne_points.csv");
