@@ -10,7 +10,9 @@
 //   * conv weights are OIHW (torchvision), linear weights [out, in] (row-major);
 //   * "backward" writes activation gradients (overwrite) and ACCUMULATES (+=) parameter
 //     gradients, so the flat gradient buffer needs no scratch copy per layer;
-//   * ops are deterministic for a fixed thread count (no atomics in reductions).
+//   * ops are deterministic for a fixed thread count (no atomics in reductions);
+//   * backends and ops are not thread-safe (the CPU backend caches primitives): use a model
+//     from one thread at a time; parallelism is inside each op (OpenMP / oneDNN threads).
 #pragma once
 #include <cstddef>
 #include <memory>
