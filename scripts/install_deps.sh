@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Installs every Debian package Sieve needs to build, test, benchmark and run.
 # Idempotent: packages already present are skipped by apt; safe to re-run.
+#   scripts/install_deps.sh          # build, test and run
+#   scripts/install_deps.sh --bench  # also the benchmark peers (PyTorch CPU, ~1 GB)
 set -euo pipefail
 
 packages=(
@@ -21,9 +23,12 @@ packages=(
   gnuplot-nox chromium
   # peers for benchmarks and file checks
   python3-h5py python3-numpy python3-sklearn python3-yaml
-  # bench-only peer (scripts/bench_train.sh): PyTorch CPU, large (~1 GB with deps)
-  python3-torch
 )
+# Benchmark-only peer (scripts/bench_train.sh, bench_dataparallel.sh): PyTorch CPU. Large, so
+# the test suite (CI) does not install it.
+if [ "${1:-}" = "--bench" ]; then
+  packages+=(python3-torch)
+fi
 
 if [ "$(id -u)" -ne 0 ]; then SUDO=sudo; else SUDO=; fi
 
