@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# Benchmark of reduce_dims against scikit-learn 1.2 on the same data in the same run.
+#   1. t-SNE: N points x 50 dims (10 Gaussian clusters) to 2-D; sieve's reduce_dims (PCA 50
+#      + FFT t-SNE, 750 iterations) vs sklearn TSNE (Barnes-Hut, 750 iterations, PCA init,
+#      learning_rate='auto', perplexity 30). Time and 10-NN preservation for both, the
+#      preservation computed by the same python code for both embeddings.
+#   2. PCA: 50,000 x 512 -> 50: bench_embed_pca vs sklearn PCA (full SVD and randomized).
+# sklearn's TSNE on 50k points can take very long: SKLEARN_TSNE_N (default 10000) runs it on
+# the first SKLEARN_TSNE_N points and extrapolates its time as O(N log N) to N (printed as
+# such); set SKLEARN_TSNE_N=$N to run it on all points.
+# Usage: scripts/bench_embed.sh [N=50000]   (env: SIEVE_BUILD_DIR, OMP_NUM_THREADS)
+set -euo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+. "$ROOT/scripts/env.sh"
+N="${1:-50000}"
+SKN="${SKLEARN_TSNE_N:-10000}"
+PY=/usr/bin/python3
+PEER="$ROOT/scripts/bench_embed_sklearn.py"
+WORK="$(mktemp -d /tmp/bench_embed.XXXXXX)"
+trap 'rm -rf "$WORK"' EXIT
+export OMP_NUM_THREADS="${OMP_NUM_THREADS:-2}"
+
+$PY "$PEER" gen --out "$WORK/c.h5" --n "$N" --dims 50
+t0=$(date +%s.%N)
+"$SIEVE_BUILD_DIR/tools/reduce_dims" --input "$WORK/c.h5" --output "$WORK/e.h5" \
+  --set run.dir="$WORK" 2> "$WORK/sieve.log"
+t1=$(date +%s.%N)
+sieve_s=$(echo "$t1 - $t0" | bc)
+sieve_q=$($PY "$PEER" eval --input "$WORK/c.h5" --embedding "$WORK/e.h5" | sed 's/.*knn10=//')
+sk_line=$($PY "$PEER" tsne --input "$WORK/c.h5" --subset "$SKN" --iterations 750)
+sk_s=$(echo "$sk_line" | sed 's/.*seconds=\([0-9.]*\).*/\1/')
+sk_q=$(echo "$sk_line" | sed 's/.*knn10=//')
+sk_extra=$($PY -c "import math;n,m,s=$N,$SKN,$sk_s;print(f'{s*n*math.log(n)/(m*math.log(m)):.1f}')")
+
+$PY "$PEER" gen --out "$WORK/p.h5" --n 50000 --dims 512
+pca_sieve=$("$SIEVE_BUILD_DIR/bench/bench_embed_pca" 50000 512 50 | sed 's/.*seconds=\([0-9.]*\).*/\1/')
+pca_sk=$($PY "$PEER" pca --input "$WORK/p.h5" --components 50)
+
+echo
+echo "t-SNE, $N x 50 (10 clusters) -> 2-D, 750 iterations, OMP_NUM_THREADS=$OMP_NUM_THREADS"
+printf "%-34s %10s %14s\n" "method" "seconds" "10-NN kept"
+printf "%-34s %10.1f %14s\n" "sieve reduce_dims (PCA+FFT t-SNE)" "$sieve_s" "$sieve_q"
+printf "%-34s %10.1f %14s\n" "sklearn TSNE on $SKN points" "$sk_s" "$sk_q"
+[ "$SKN" != "$N" ] && printf "%-34s %10s %14s\n" "sklearn TSNE, extrapolated to $N" "$sk_extra" "-"
+echo
+echo "PCA, 50000 x 512 -> 50"
+echo "sieve pca_fit+transform: ${pca_sieve} s; $pca_sk"
+grep -E "KL|quality" "$WORK/sieve.log" | tail -3
