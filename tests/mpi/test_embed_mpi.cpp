@@ -56,8 +56,8 @@ TEST(EmbedMpi, DistributedTsneSeparatesAndIsDeterministic) {
   for (RepulsionMethod m : {RepulsionMethod::BarnesHut, RepulsionMethod::Fft}) {
     TsneOptions opt;
     opt.perplexity = 12;
-    opt.iterations = 200;
-    opt.exaggeration_iterations = 60;
+    opt.iterations = 300;
+    opt.exaggeration_iterations = 100;
     opt.repulsion = m;
     opt.progress_every = 0;
     TsneResult a = tsne(world, X.data(), N, D, opt);
