@@ -136,11 +136,17 @@ int run_tool(int argc, char** argv, const ToolSpec& spec, const FlagAdder& add_f
   }
 
   int code = 0;
+  bool collective = false;
   try {
     body(ctx);
   } catch (const UsageError& e) {
     if (comm.is_root() || comm.size() == 1) log::error(e.what());
     code = e.exit_code();
+  } catch (const CollectiveError& e) {
+    // Every rank has it: one line from rank 0, and no rank is left waiting in a collective.
+    if (comm.is_root()) log::error(e.what());
+    code = e.exit_code();
+    collective = true;
   } catch (const Error& e) {
     log::error(e.what());
     code = e.exit_code();
@@ -153,7 +159,7 @@ int run_tool(int argc, char** argv, const ToolSpec& spec, const FlagAdder& add_f
   }
   // One failed rank ends the job on every rank instead of leaving the others blocked
   // in a collective. (At size 1 we return normally so destructors clean up temporaries.)
-  if (code != 0 && comm.size() > 1) comm.abort(code);
+  if (code != 0 && comm.size() > 1 && !collective) comm.abort(code);
   return code;
 }
 

@@ -54,7 +54,7 @@ void AtomicOutput::commit() {
     if (ec) err = cat(final_, ": cannot move the finished output into place: ", ec.message());
   }
   comm_.bcast_string(err);
-  if (!err.empty()) throw Error(err);
+  if (!err.empty()) throw CollectiveError(err);
   committed_ = true;
 }
 

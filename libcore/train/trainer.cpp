@@ -281,7 +281,7 @@ TrainResult Trainer::run(bool resume) {
         std::string last;
         if (comm_.is_root()) last = latest_checkpoint(ckpt_dir_);
         comm_.bcast_string(last);
-        throw Error(cat("divergence at step ", st.step, " (epoch ", e + 1, "): ",
+        throw CollectiveError(cat("divergence at step ", st.step, " (epoch ", e + 1, "): ",
                         std::isfinite(stats[0]) ? "non-finite gradient" : "non-finite loss",
                         "; stopped without writing a checkpoint; last good checkpoint: ",
                         last.empty() ? "none" : last));

@@ -35,6 +35,15 @@ class UsageError : public Error {
   explicit UsageError(const std::string& what) : Error(what, 2) {}
 };
 
+// A runtime failure that every rank raises with the same message, after agreeing on it
+// through a collective (a broadcast error string, an all-reduced flag). run_tool prints it
+// once (rank 0) and every rank returns normally, instead of one line per rank and an
+// MPI_Abort. Throw it only where all ranks are guaranteed to throw it.
+class CollectiveError : public Error {
+ public:
+  explicit CollectiveError(const std::string& what, int exit_code = 1) : Error(what, exit_code) {}
+};
+
 }  // namespace sieve
 
 // Internal invariant: a failure is a Sieve bug, so the message names the source line.
