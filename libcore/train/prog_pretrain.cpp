@@ -42,6 +42,28 @@ void prepare_checkpoint_dir(const ToolContext& ctx, const std::string& dir, bool
   if (!err.empty()) throw UsageError(err);
 }
 
+// Creates a stage's own output directory (`levels` = how many trailing components are the
+// stage's: pretrain/ is 1, sweep/run-N/ is 2) but never the directories above it, so that a
+// mistyped run.dir or --output is an error naming it instead of a new, empty tree.
+void make_output_dir(const ToolContext& ctx, const fs::path& dir, int levels) {
+  std::string err;
+  if (ctx.comm.is_root()) {
+    fs::path base = dir;
+    for (int i = 0; i < levels; ++i) base = base.parent_path();
+    if (base.empty()) base = ".";
+    std::error_code ec;
+    if (!fs::is_directory(base)) {
+      err = cat(dir.string(), ": cannot create the output directory: ", base.string(),
+                " does not exist");
+    } else if (fs::create_directories(dir, ec); ec || !fs::is_directory(dir)) {
+      err = cat(dir.string(), ": cannot create the output directory: ",
+                ec ? ec.message() : std::string("a file of that name exists"));
+    }
+  }
+  ctx.comm.bcast_string(err);
+  if (!err.empty()) throw CollectiveError(err);
+}
+
 std::string flag_or(const ToolContext& ctx, const std::string& name, const std::string& def) {
   std::string v = ctx.flag(name);
   return v.empty() ? def : v;
@@ -88,8 +110,7 @@ void pretrain_main(ToolContext& ctx) {
   const bool resume = ctx.has_flag("resume");
   std::string dir = fs::path(output).parent_path().string();
   if (dir.empty()) dir = ".";
-  if (ctx.comm.is_root()) fs::create_directories(dir);
-  ctx.comm.barrier();
+  make_output_dir(ctx, dir, 1);
   check_output_path(output, ctx.overwrite);
   const std::string ckpt_dir = dir + "/checkpoints";
   prepare_checkpoint_dir(ctx, ckpt_dir, resume);
@@ -151,8 +172,7 @@ void train_scaled_main(ToolContext& ctx) {
   const std::string run_dir = cat(flag_or(ctx, "sweep-dir", rp.sweep_dir()), "/run-", index);
   const std::string result_path = run_dir + "/result.json";
   const bool resume = ctx.has_flag("resume");
-  if (ctx.comm.is_root()) fs::create_directories(run_dir);
-  ctx.comm.barrier();
+  make_output_dir(ctx, run_dir, 2);
   check_output_path(result_path, ctx.overwrite);
   prepare_checkpoint_dir(ctx, run_dir + "/checkpoints", resume);
   std::string desc;
