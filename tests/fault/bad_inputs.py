@@ -7,6 +7,7 @@ left untouched), and no sanitizer report. Prints the count of cases per program 
 Usage: bad_inputs.py BASE_RUN_DIR WORK_DIR
 BASE_RUN_DIR is a complete tiny run (every stage's outputs), made by bad_inputs.sh."""
 import hashlib
+import json
 import os
 import shutil
 import subprocess
@@ -26,7 +27,7 @@ OUTPUT = {  # each program's output inside run.dir
     "extract_features": "features.h5",
     "reduce_dims": "embedding.h5",
     "cluster_filter": "filter.h5",
-    "train_scaled": "sweep/run-0/result.json",
+    "train_scaled": "sweep/run-1/result.json",  # --sweep-index 1, see check()
     "report": "report",
 }
 INPUT = {  # the HDF5 input each program reads first (None: not an HDF5 reader)
@@ -41,6 +42,11 @@ INPUT = {  # the HDF5 input each program reads first (None: not an HDF5 reader)
 counts = {t: 0 for t in OUTPUT}
 failures = []
 case_no = 0
+# Cases that fail because of a defect in code this suite's owner may not change (data, embed):
+# (tool, what) -> why. They still run and are printed as XFAIL; one that passes is reported
+# (XPASS) so that the entry gets removed.
+EXPECTED_FAILURES = {}
+xfails = []
 
 
 def tree_digest(path):
@@ -68,9 +74,14 @@ def fresh_run(tool, keep_output=False):
     return d
 
 
-def check(tool, what, args, run_dir, expect_codes=(1, 2), must_mention=None, output_preexists=False):
+def check(tool, what, args, run_dir, expect_codes=(1, 2), must_mention=None, output_preexists=False,
+          must_not_create=None):
     counts[tool] += 1
     before = tree_digest(run_dir)
+    if tool == "train_scaled" and "--sweep-index" not in args and "--config" in args:
+        # tiny.yaml's sweep has 6 runs, so an index is required; run 1 is the filtered arm,
+        # which reads both the dataset and filter.h5.
+        args = args + ["--sweep-index", "1"]
     cmd = [os.path.join(TOOLS, tool)] + args
     try:
         p = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
@@ -97,10 +108,18 @@ def check(tool, what, args, run_dir, expect_codes=(1, 2), must_mention=None, out
     leftovers = [f for r, _, fs in os.walk(run_dir) for f in fs if ".tmp" in f]
     if leftovers:
         problems.append(f"temporary files left: {leftovers[:3]}")
+    if must_not_create and os.path.exists(must_not_create):
+        problems.append(f"created {must_not_create}")
+        shutil.rmtree(must_not_create, ignore_errors=True)
     line = errors[0] if errors else err.strip().splitlines()[-1:] 
+    xfail = EXPECTED_FAILURES.get((tool, what))
     status = "ok " if not problems else "BAD"
+    if xfail:
+        status = "XFAIL" if problems else "XPASS"
     print(f"  [{status}] {tool:17s} {what:45s} -> {line}")
-    if problems:
+    if xfail:
+        xfails.append(f"{tool}: {what}: {status}: {xfail}" + (f" ({'; '.join(problems)})" if problems else ""))
+    elif problems:
         failures.append(f"{tool}: {what}: {'; '.join(problems)}\n      stderr: {err.strip()[-400:]}")
 
 
@@ -129,7 +148,8 @@ def generic_cases(tool):
     check(tool, "negative value (seed=-1)", base_args(d, "--set", "run.seed=-1"), d, (2,), "run.seed")
     check(tool, "unknown --set key", base_args(d, "--set", "nope.key=1"), d, (2,), "nope.key")
     check(tool, "--set without '='", base_args(d, "--set", "run.seed"), d, (2,), "run.seed")
-    check(tool, "run.dir does not exist", base_args("/nonexistent/run"), d, (1, 2), "/nonexistent/run")
+    nodir = os.path.join(WORK, f"nonexistent-run-{tool}")
+    check(tool, "run.dir does not exist", base_args(nodir), d, (1, 2), nodir, must_not_create=nodir)
     e = fresh_run(tool, keep_output=True)
     check(tool, "output exists without --overwrite", ["--config", CONFIG, "--set", f"run.dir={e}"], e, (2,), "overwrite", output_preexists=True)
 
@@ -153,6 +173,10 @@ def input_file_cases(tool):
     with h5py.File(p, "a") as f:
         f.attrs["schema"] = "sieve.somethingelse/9"
     check(tool, f"{rel} of the wrong schema", base_args(d), d, (1,), rel)
+    if tool == "report":
+        # The report is made from whatever stages have run: a missing input leaves its
+        # section out with a note (docs/report.md), so "missing" is not an error there.
+        return
     d = fresh_run(tool)
     os.remove(os.path.join(d, rel))
     check(tool, f"{rel} missing", base_args(d), d, (1,), rel)
@@ -260,17 +284,29 @@ def main():
     d = fresh_run("report")
     write(os.path.join(d, "sweep", "run-0", "result.json"), b"{ not json")
     check("report", "malformed result.json", base_args(d), d, (1,), "result.json")
+    d = fresh_run("report")
+    p = os.path.join(d, "sweep", "run-0", "result.json")
+    r = json.load(open(p))
+    r["arm"] = "bogus"
+    write(p, json.dumps(r).encode())
+    check("report", "result.json with an unknown arm", base_args(d), d, (1,), "arm")
+    d = fresh_run("report")
+    check("report", "--run-dir does not exist", base_args(d, "--run-dir", os.path.join(d, "nope"), "--output", os.path.join(d, "report")), d, (1,), "nope")
 
     print("\nbad-input cases per program:")
     for t, n in counts.items():
         print(f"  {t:17s} {n:3d}")
     print(f"  {'total':17s} {sum(counts.values()):3d}")
+    if xfails:
+        print(f"\n{len(xfails)} expected failure(s) (defects in code owned elsewhere, not hidden):")
+        for x in xfails:
+            print("  " + x)
     if failures:
         print(f"\n{len(failures)} case(s) mishandled:")
         for f in failures:
             print("  " + f)
         sys.exit(1)
-    print(f"{sum(counts.values())} passed, 0 failed")
+    print(f"{sum(counts.values()) - len(xfails)} passed, {len(xfails)} expected failures, 0 failed")
 
 
 main()

@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# kill -9 of ONE rank of a 2-rank pretrain at a random step: the whole job ends within 30 s
+# (no rank left hanging in a collective), leaves no half-written file under a final name,
+# and `--resume` finishes with /state bitwise identical to an uninterrupted 2-rank run.
+. "$SIEVE_SOURCE_DIR/tests/fault/fault_common.bash"
+dir="$(scratch kill_rank)"
+make_dataset "$dir/ref"
+mkdir -p "$dir/kill"
+cp "$dir/ref/dataset.h5" "$dir/kill/"
+
+pretrain_fg "$dir/ref" "$dir/ref.log" || { cat "$dir/ref.log"; fail "uninterrupted run failed"; }
+
+# Kill after a random checkpoint step (2, 4 .. 12 of 16 steps), then a random extra delay
+# so that the kill lands anywhere in a step (compute, all-reduce or checkpoint write).
+step=$((2 * (1 + RANDOM % 6)))
+pretrain_bg "$dir/kill" "$dir/kill.log"
+wait_for_checkpoint "$dir/kill" "$step" 120 || { cat "$dir/kill.log"; fail "no checkpoint >= $step"; }
+sleep "0.$((RANDOM % 10))"
+mapfile -t ranks < <(rank_pids "$MPIRUN_PID")
+[ ${#ranks[@]} -eq 2 ] || fail "expected 2 rank pids under mpirun $MPIRUN_PID, got '${ranks[*]}'"
+victim="${ranks[$((RANDOM % 2))]}"
+echo "  killing rank pid $victim (of ${ranks[*]}) after checkpoint step >= $step"
+t0=$(date +%s.%N)
+kill -9 "$victim"
+# Watchdog: if the job is still there after 30 s it hangs; kill it so the test ends.
+( sleep 30; kill -9 "$MPIRUN_PID" "${ranks[@]}" 2>/dev/null ) &
+watchdog=$!
+wait "$MPIRUN_PID"
+rc=$?
+# The job has ended when mpirun has returned and no rank process is left.
+while :; do
+  alive=()
+  for p in "${ranks[@]}"; do
+    kill -0 "$p" 2>/dev/null && [ "$(cat /proc/"$p"/stat 2>/dev/null | awk '{print $3}')" != Z ] && alive+=("$p")
+  done
+  [ ${#alive[@]} -eq 0 ] && break
+  (( $(echo "$(date +%s.%N) - $t0 < 30" | bc) )) || fail "rank pid(s) ${alive[*]} still alive 30 s after the kill"
+  sleep 0.1
+done
+t1=$(date +%s.%N)
+kill "$watchdog" 2>/dev/null
+wait "$watchdog" 2>/dev/null
+took=$(echo "$t1 - $t0" | bc)
+echo "  job ended ${took}s after the kill, exit $rc"
+[ -e "$dir/kill/pretrain/model.h5" ] && fail "run finished before the kill (model.h5 exists)"
+[ "$rc" -ne 0 ] || fail "mpirun exited 0 after a rank was killed"
+(( $(echo "$took < 30" | bc) )) || fail "job did not end within 30 s of the kill (${took}s)"
+# A checkpoint being written at the kill stays under its temporary name (a dot file);
+# every file under a final ckpt-*.h5 name must be complete.
+for f in "$dir/kill/pretrain/checkpoints"/ckpt-*.h5; do
+  loadable_finite "$f" >/dev/null || fail "$f is under a final name but not complete"
+done
+
+pretrain_fg "$dir/kill" "$dir/resume.log" --resume ||
+  { cat "$dir/resume.log"; fail "--resume after the kill failed"; }
+grep -q "resuming from" "$dir/resume.log" || { cat "$dir/resume.log"; fail "no resume message"; }
+same_state "$dir/ref/pretrain/model.h5" "$dir/kill/pretrain/model.h5" ||
+  fail "resumed model differs from the uninterrupted run"
+no_tmp_files "$dir/kill/pretrain/model.h5"
+echo "kill_rank: OK"
