@@ -18,7 +18,7 @@ void add_embed_keys(ConfigSchema& s) {
               100.0);
   s.add_int("embed.tsne.exaggeration_iterations", 250,
             "iterations with early exaggeration (momentum switches here too)", 0, 100000);
-  s.add_float("embed.tsne.learning_rate", 0.0, "step size; 0 = max(200, N/12)", 0.0);
+  s.add_float("embed.tsne.learning_rate", 0.0, "step size; 0 = max(200, N/early_exaggeration)/4", 0.0);
   s.add_float("embed.tsne.momentum", 0.5, "momentum during early exaggeration", 0.0, 1.0);
   s.add_float("embed.tsne.final_momentum", 0.8, "momentum afterwards", 0.0, 1.0);
   s.add_string("embed.tsne.repulsion", "auto",

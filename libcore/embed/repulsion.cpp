@@ -27,9 +27,11 @@ const char* repulsion_name(RepulsionMethod m) {
 double Repulsion::compute(const Comm& comm, const double* Y, int64_t N, Range own,
                           double* rep) {
   switch (method_) {
-    case RepulsionMethod::Exact: return exact(Y, N, own, rep);
-    case RepulsionMethod::BarnesHut: return barnes_hut(Y, N, own, rep);
-    case RepulsionMethod::Fft: return fft(comm, Y, N, own, rep);
+    // Exact and Barnes-Hut sum Z over the owned rows: one allreduce. The FFT path computes
+    // the whole Z on every rank (it spreads all points anyway) and needs none.
+    case RepulsionMethod::Exact: return comm.allreduce_sum(exact(Y, N, own, rep));
+    case RepulsionMethod::BarnesHut: return comm.allreduce_sum(barnes_hut(Y, N, own, rep));
+    case RepulsionMethod::Fft: return fft(Y, N, own, rep);
   }
   return 0.0;
 }

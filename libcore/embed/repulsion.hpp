@@ -17,9 +17,13 @@
 //    y_y: gives rep) are applied to the node grid as circulant convolutions with FFTW
 //    r2c/c2r on a zero-padded (6 n_b)^2 grid, and the potentials are interpolated back.
 //    Plans are made once per grid size (FFTW_ESTIMATE: the same algorithm on every run,
-//    hence bitwise-reproducible). Each rank spreads only its own points; the node grids
-//    are summed with one allreduce; every rank runs the (small) FFTs; each rank
-//    interpolates back for its own points.
+//    hence bitwise-reproducible). The kernels are real and even, so their spectra are real
+//    and come from a 2-D DCT-I (REDFT00) of the (M+1)^2 non-negative offsets: a quarter of
+//    the size of the padded grid. Every rank spreads ALL points (O(N), cheap next to the
+//    FFTs, which every rank runs anyway) and computes the whole Z itself, so an iteration
+//    needs no messages here: on a shared 2-core machine each collective costs a scheduler
+//    time slice, far more than the arithmetic it saves. Each rank interpolates the forces
+//    for its own points only.
 // Every per-point loop is OpenMP-parallel; every sum that crosses points is done
 // serially in a fixed order, so results do not depend on the thread count.
 #pragma once
@@ -27,6 +31,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "comm/comm.hpp"
 
@@ -44,7 +49,8 @@ class Repulsion {
   Repulsion& operator=(const Repulsion&) = delete;
 
   // Y [N,dims]: all points (every rank holds all). rep [own.size(),dims] receives rep_i for
-  // the owned rows; returns sum over owned i of sum_{j != i} w_ij. Collective for Fft.
+  // the owned rows; returns Z = sum over all i of sum_{j != i} w_ij (the same on every rank).
+  // Collective (Exact and BarnesHut allreduce their owned shares; Fft needs no messages).
   double compute(const Comm& comm, const double* Y, int64_t N, Range own, double* rep);
 
   RepulsionMethod method() const { return method_; }
@@ -53,7 +59,7 @@ class Repulsion {
  private:
   double exact(const double* Y, int64_t N, Range own, double* rep) const;
   double barnes_hut(const double* Y, int64_t N, Range own, double* rep) const;
-  double fft(const Comm& comm, const double* Y, int64_t N, Range own, double* rep);
+  double fft(const double* Y, int64_t N, Range own, double* rep);
 
   struct FftGrid;  // FFTW plans and buffers for one grid size
   RepulsionMethod method_;
@@ -61,6 +67,9 @@ class Repulsion {
   double theta_;
   int last_boxes_ = 0;
   std::map<int, std::unique_ptr<FftGrid>> grids_;  // by boxes per dimension, made once each
+  std::vector<int32_t> base_;  // Fft scratch, reused: [N,2] first node per dimension
+  std::vector<double> wts_;    // [N,2,3] Lagrange weights
+  std::vector<double> zrow_;   // [N] Z share per point
 };
 
 }  // namespace sieve::embed

@@ -35,50 +35,85 @@ inline void lagrange3(double u, double w[3]) {
 }
 }  // namespace
 
-// Plans and buffers for one grid: M = 3 n_b nodes per dimension, FFT size L = 2M.
+// Plans and buffers for one grid: M = 3 n_b nodes per dimension, FFT size L = 2M. All
+// buffers live as long as the grid (no allocation per iteration).
 struct Repulsion::FftGrid {
-  int boxes, M, L, C;  // C = L/2 + 1 complex columns
-  float* real = nullptr;
-  fftwf_complex *spec = nullptr, *k1 = nullptr, *k2 = nullptr, *prod = nullptr;
-  fftwf_complex* q[3] = {nullptr, nullptr, nullptr};
-  fftwf_plan fwd = nullptr, inv = nullptr;
+  int boxes, M, L, C;  // C = L/2 + 1 = M + 1 complex columns
+  float* real = nullptr;     // [L][L] padded node grid (input of r2c, output of c2r)
+  float* even = nullptr;     // [M+1][M+1] kernel at non-negative offsets (DCT-I input)
+  float* kspec[2] = {nullptr, nullptr};  // [M+1][M+1] real spectra of K1, K2 (DCT-I output)
+  fftwf_complex* q[3] = {nullptr, nullptr, nullptr};  // [L][C] spectra of the charges
+  fftwf_complex* prod = nullptr;                      // [L][C] product, destroyed by c2r
+  fftwf_plan fwd = nullptr, inv = nullptr, dct = nullptr;
+  std::vector<double> charges;  // [3][M][M] charges 1, y_x, y_y; row = y-node
+  std::vector<float> pot;       // [4][M][M] potentials K1*q0, K2*q0, K2*qx, K2*qy
 
   explicit FftGrid(int nb) : boxes(nb), M(kNodes * nb), L(2 * M), C(M + 1) {
-    size_t nr = size_t(L) * L, nc = size_t(L) * C;
+    const size_t nr = size_t(L) * L, nc = size_t(L) * C, ne = size_t(M + 1) * (M + 1);
     real = fftwf_alloc_real(nr);
-    spec = fftwf_alloc_complex(nc);
-    k1 = fftwf_alloc_complex(nc);
-    k2 = fftwf_alloc_complex(nc);
-    prod = fftwf_alloc_complex(nc);
+    even = fftwf_alloc_real(ne);
+    for (auto& k : kspec) k = fftwf_alloc_real(ne);
     for (auto& p : q) p = fftwf_alloc_complex(nc);
-    SIEVE_CHECK(real && spec && k1 && k2 && prod && q[0] && q[1] && q[2],
+    prod = fftwf_alloc_complex(nc);
+    SIEVE_CHECK(real && even && kspec[0] && kspec[1] && q[0] && q[1] && q[2] && prod,
                 "t-SNE FFT: out of memory for a ", L, "x", L, " grid");
-    fwd = fftwf_plan_dft_r2c_2d(L, L, real, spec, FFTW_ESTIMATE);
+    fwd = fftwf_plan_dft_r2c_2d(L, L, real, q[0], FFTW_ESTIMATE);
     inv = fftwf_plan_dft_c2r_2d(L, L, prod, real, FFTW_ESTIMATE);
-    SIEVE_CHECK(fwd && inv, "t-SNE FFT: cannot create FFTW plans for ", L, "x", L);
+    dct = fftwf_plan_r2r_2d(M + 1, M + 1, even, kspec[0], FFTW_REDFT00, FFTW_REDFT00,
+                            FFTW_ESTIMATE);
+    SIEVE_CHECK(fwd && inv && dct, "t-SNE FFT: cannot create FFTW plans for ", L, "x", L);
+    charges.resize(size_t(3) * M * M);
+    pot.resize(size_t(4) * M * M);
   }
   ~FftGrid() {
     fftwf_destroy_plan(fwd);
     fftwf_destroy_plan(inv);
-    fftwf_free(real);
-    for (auto* p : {spec, k1, k2, prod, q[0], q[1], q[2]}) fftwf_free(p);
+    fftwf_destroy_plan(dct);
+    for (auto* p : {real, even, kspec[0], kspec[1]}) fftwf_free(p);
+    for (auto* p : {q[0], q[1], q[2], prod}) fftwf_free(p);
   }
-  // real (L x L) -> out spectrum (L x C)
-  void forward(fftwf_complex* out) { fftwf_execute_dft_r2c(fwd, real, out); }
-  // prod = a .* b; real = c2r(prod) (destroys prod)
-  void multiply_inverse(const fftwf_complex* a, const fftwf_complex* b) {
-    const size_t n = size_t(L) * C;
-    for (size_t t = 0; t < n; ++t) {
-      float re = a[t][0] * b[t][0] - a[t][1] * b[t][1];
-      float im = a[t][0] * b[t][1] + a[t][1] * b[t][0];
-      prod[t][0] = re;
-      prod[t][1] = im;
+  // Spectra of the circulant kernels K1 = 1/(1+r^2), K2 = K1^2 at node offsets (da, db) h,
+  // |da|, |db| <= M. The circulant is even (K[a] = K[L-a]), so its DFT is real and equals
+  // the DCT-I of the M+1 non-negative offsets: DFT index k maps to min(k, L-k).
+  void kernel_spectra(double h) {
+    for (int s = 0; s < 2; ++s) {
+      for (int a = 0; a <= M; ++a)
+        for (int b = 0; b <= M; ++b) {
+          const double k = 1.0 / (1.0 + (double(a) * a + double(b) * b) * h * h);
+          even[size_t(a) * (M + 1) + b] = float(s == 0 ? k : k * k);
+        }
+      fftwf_execute_r2r(dct, even, kspec[s]);
+    }
+  }
+  // q[c] = r2c of charge plane c zero-padded to [L][L].
+  void charge_spectrum(int c) {
+    std::fill(real, real + size_t(L) * L, 0.0f);
+    const double* src = charges.data() + size_t(c) * M * M;
+    for (int a = 0; a < M; ++a)
+      for (int b = 0; b < M; ++b) real[size_t(a) * L + b] = float(src[size_t(a) * M + b]);
+    fftwf_execute_dft_r2c(fwd, real, q[c]);
+  }
+  // pot plane t = (kernel s) * (charges c), the M x M corner of the circular convolution.
+  void convolve(int s, int c, int t) {
+    const float* ks = kspec[s];
+    const fftwf_complex* a = q[c];
+    for (int k1 = 0; k1 < L; ++k1) {
+      const float* krow = ks + size_t(std::min(k1, L - k1)) * (M + 1);
+      const size_t row = size_t(k1) * C;
+      for (int k2 = 0; k2 < C; ++k2) {
+        prod[row + k2][0] = a[row + k2][0] * krow[k2];
+        prod[row + k2][1] = a[row + k2][1] * krow[k2];
+      }
     }
     fftwf_execute_dft_c2r(inv, prod, real);
+    const float norm = 1.0f / (float(L) * float(L));
+    float* dst = pot.data() + size_t(t) * M * M;
+    for (int a = 0; a < M; ++a)
+      for (int b = 0; b < M; ++b) dst[size_t(a) * M + b] = real[size_t(a) * L + b] * norm;
   }
 };
 
-double Repulsion::fft(const Comm& comm, const double* Y, int64_t N, Range own, double* rep) {
+double Repulsion::fft(const double* Y, int64_t N, Range own, double* rep) {
   SIEVE_CHECK(dims_ == 2, "FFT repulsion supports 2-D embeddings only (use barnes_hut for 3-D)");
   // Bounding square of all points (identical on every rank: Y is replicated).
   double lo = Y[0], hi = Y[0];
@@ -94,93 +129,76 @@ double Repulsion::fft(const Comm& comm, const double* Y, int64_t N, Range own, d
   if (!slot) slot = std::make_unique<FftGrid>(nb);
   FftGrid& g = *slot;
   last_boxes_ = nb;
-  const int M = g.M, L = g.L;
+  const int M = g.M;
   const double h = span / M;  // node spacing; node t sits at lo + (t + 0.5) h
   // Charges use coordinates relative to the grid centre: rep = y phi_1 - phi_y is
   // translation invariant, and small |y| keeps the float cancellation small.
   const double mid = lo + 0.5 * span;
 
-  // Per owned point: first node index and the 3 weights in each dimension.
-  const int64_t n = own.size();
-  std::vector<int32_t> base(size_t(2 * n));
-  std::vector<double> wts(size_t(6 * n));
+  // Per point (all N: every rank spreads all): first node index and 3 weights per dimension.
+  base_.resize(size_t(2 * N));
+  wts_.resize(size_t(6 * N));
 #pragma omp parallel for schedule(static)
-  for (int64_t i = 0; i < n; ++i) {
+  for (int64_t i = 0; i < N; ++i) {
     for (int c = 0; c < 2; ++c) {
-      double u = (Y[(own.begin + i) * 2 + c] - lo) / h;  // in node units, [0, M)
+      double u = (Y[i * 2 + c] - lo) / h;  // in node units, [0, M)
       int box = std::min(nb - 1, std::max(0, int(u / kNodes)));
-      base[2 * i + c] = box * kNodes;
-      lagrange3(u - box * kNodes, &wts[6 * i + 3 * c]);
+      base_[2 * i + c] = box * kNodes;
+      lagrange3(u - box * kNodes, &wts_[6 * i + 3 * c]);
     }
   }
-  // Spread charges 1, y_x, y_y of owned points onto the node grid (serial: fixed order).
-  std::vector<double> charges(size_t(3) * M * M, 0.0);  // [3][M][M], row = y-node
-  for (int64_t i = 0; i < n; ++i) {
-    const double yx = Y[(own.begin + i) * 2] - mid, yy = Y[(own.begin + i) * 2 + 1] - mid;
-    const double* wx = &wts[6 * i];
-    const double* wy = &wts[6 * i + 3];
-    for (int a = 0; a < kNodes; ++a)
+  // Spread charges 1, y_x, y_y of all points onto the node grid (serial: fixed order, so
+  // every rank and rank count gets the same bits).
+  std::fill(g.charges.begin(), g.charges.end(), 0.0);
+  double* q0 = g.charges.data();
+  double* qx = q0 + size_t(M) * M;
+  double* qy = qx + size_t(M) * M;
+  for (int64_t i = 0; i < N; ++i) {
+    const double yx = Y[i * 2] - mid, yy = Y[i * 2 + 1] - mid;
+    const double* wx = &wts_[6 * i];
+    const double* wy = &wts_[6 * i + 3];
+    for (int a = 0; a < kNodes; ++a) {
+      const size_t row = size_t(base_[2 * i + 1] + a) * M + base_[2 * i];
       for (int b = 0; b < kNodes; ++b) {
-        double w = wy[a] * wx[b];
-        size_t cell = size_t(base[2 * i + 1] + a) * M + base[2 * i] + b;
-        charges[cell] += w;
-        charges[size_t(M) * M + cell] += w * yx;
-        charges[size_t(2) * M * M + cell] += w * yy;
-      }
-  }
-  comm.allreduce_sum(charges.data(), charges.size());
-
-  // Kernel spectra: circulant embedding of K(offset * h), offsets wrapped modulo L.
-  for (int s = 1; s <= 2; ++s) {
-    for (int a = 0; a < L; ++a) {
-      int da = a < M ? a : a - L;
-      for (int b = 0; b < L; ++b) {
-        int db = b < M ? b : b - L;
-        double r2 = (double(da) * da + double(db) * db) * h * h;
-        double k = 1.0 / (1.0 + r2);
-        g.real[size_t(a) * L + b] = float(s == 1 ? k : k * k);
+        const double w = wy[a] * wx[b];
+        q0[row + b] += w;
+        qx[row + b] += w * yx;
+        qy[row + b] += w * yy;
       }
     }
-    g.forward(s == 1 ? g.k1 : g.k2);
-  }
-  for (int c = 0; c < 3; ++c) {
-    std::fill(g.real, g.real + size_t(L) * L, 0.0f);
-    for (int a = 0; a < M; ++a)
-      for (int b = 0; b < M; ++b)
-        g.real[size_t(a) * L + b] = float(charges[size_t(c) * M * M + size_t(a) * M + b]);
-    g.forward(g.q[c]);
   }
   // Node potentials: [4][M][M] = K1*q0 (for Z), K2*q0, K2*qx, K2*qy.
-  std::vector<float> pot(size_t(4) * M * M);
-  const float norm = 1.0f / (float(L) * float(L));
-  const fftwf_complex* kern[4] = {g.k1, g.k2, g.k2, g.k2};
-  const fftwf_complex* chg[4] = {g.q[0], g.q[0], g.q[1], g.q[2]};
-  for (int t = 0; t < 4; ++t) {
-    g.multiply_inverse(kern[t], chg[t]);
-    for (int a = 0; a < M; ++a)
-      for (int b = 0; b < M; ++b)
-        pot[size_t(t) * M * M + size_t(a) * M + b] = g.real[size_t(a) * L + b] * norm;
-  }
-  // Interpolate the potentials back to the owned points.
-  std::vector<double> zrow(static_cast<size_t>(n));
+  g.kernel_spectra(h);
+  for (int c = 0; c < 3; ++c) g.charge_spectrum(c);
+  const int kern[4] = {0, 1, 1, 1}, chg[4] = {0, 0, 1, 2};
+  for (int t = 0; t < 4; ++t) g.convolve(kern[t], chg[t], t);
+  const float* pot = g.pot.data();
+
+  // Interpolate back: phi_0 at every point (Z), the force potentials at the owned ones.
+  zrow_.resize(size_t(N));
 #pragma omp parallel for schedule(static)
-  for (int64_t i = 0; i < n; ++i) {
-    const double* wx = &wts[6 * i];
-    const double* wy = &wts[6 * i + 3];
+  for (int64_t i = 0; i < N; ++i) {
+    const double* wx = &wts_[6 * i];
+    const double* wy = &wts_[6 * i + 3];
+    const bool mine = i >= own.begin && i < own.end;
+    const int nt = mine ? 4 : 1;
     double phi[4] = {0, 0, 0, 0};
     for (int a = 0; a < kNodes; ++a)
       for (int b = 0; b < kNodes; ++b) {
         double w = wy[a] * wx[b];
-        size_t cell = size_t(base[2 * i + 1] + a) * M + base[2 * i] + b;
-        for (int t = 0; t < 4; ++t) phi[t] += w * pot[size_t(t) * M * M + cell];
+        size_t cell = size_t(base_[2 * i + 1] + a) * M + base_[2 * i] + b;
+        for (int t = 0; t < nt; ++t) phi[t] += w * pot[size_t(t) * M * M + cell];
       }
-    const double yx = Y[(own.begin + i) * 2] - mid, yy = Y[(own.begin + i) * 2 + 1] - mid;
-    zrow[i] = phi[0] - 1.0;  // drop the self term K1(0) = 1
-    rep[2 * i] = yx * phi[1] - phi[2];
-    rep[2 * i + 1] = yy * phi[1] - phi[3];
+    zrow_[i] = phi[0] - 1.0;  // drop the self term K1(0) = 1
+    if (mine) {
+      const double yx = Y[i * 2] - mid, yy = Y[i * 2 + 1] - mid;
+      const int64_t r = i - own.begin;
+      rep[2 * r] = yx * phi[1] - phi[2];
+      rep[2 * r + 1] = yy * phi[1] - phi[3];
+    }
   }
   double z = 0.0;
-  for (double v : zrow) z += v;
+  for (double v : zrow_) z += v;
   return z;
 }
 

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cmath>
 #include <random>
+#include <string>
 
 #include "embed/affinity.hpp"
 #include "util/error.hpp"
@@ -12,7 +13,13 @@
 namespace sieve::embed {
 
 double tsne_learning_rate(const TsneOptions& opt, int64_t N) {
-  return opt.learning_rate > 0 ? opt.learning_rate : std::max(200.0, double(N) / 12.0);
+  // FIt-SNE / openTSNE use max(200, N / exaggeration) (Belkina et al. 2019) with a gradient
+  // that omits the factor 4 of dC/dy; ours includes it, so the same step is a quarter of
+  // that (sklearn's 'auto' likewise). The unscaled N/12 overshoots: the exaggerated
+  // embedding spreads to hundreds of units, the FFT grid with it, and the 10-NN
+  // neighbourhoods are torn apart.
+  const double exag = std::max(1.0, opt.exaggeration);
+  return opt.learning_rate > 0 ? opt.learning_rate : std::max(200.0, double(N) / exag) / 4.0;
 }
 
 namespace {
@@ -100,7 +107,7 @@ TsneResult tsne(const Comm& comm, const float* X, int64_t N, int64_t D, const Ts
       for (int c = 0; c < d; ++c) attr[r * d + c] = f[c];
       logw[r] = lw;
     }
-    double z = comm.allreduce_sum(repulsion.compute(comm, Y.data(), N, own, rep.data()));
+    double z = repulsion.compute(comm, Y.data(), N, own, rep.data());  // global Z
     z = std::max(z, 1e-300);
     if (report) {
       double s = 0.0;
@@ -114,7 +121,10 @@ TsneResult tsne(const Comm& comm, const float* X, int64_t N, int64_t D, const Ts
       if (print)
         log::infof(opt.label, ": iteration ", it + 1, "/", opt.iterations, ", KL ", kl, ", ",
                  int(rate), " it/s, ETA ", log::format_duration((opt.iterations - it - 1) / rate),
-                 early ? " (early exaggeration)" : "");
+                 early ? " (early exaggeration)" : "",
+                 repulsion.last_grid_boxes() > 0
+                     ? ", FFT boxes " + std::to_string(repulsion.last_grid_boxes())
+                     : std::string());
     }
     // Gradient step with momentum and gains on the owned rows.
 #pragma omp parallel for schedule(static)

@@ -10,7 +10,8 @@
 //
 // Schedule (the standard one): init = first d input columns (the leading PCA components)
 // scaled to std 1e-4, or seeded Gaussian noise of std 1e-4; early exaggeration 12 for
-// 250 iterations with momentum 0.5, then momentum 0.8; learning rate max(200, N/12);
+// 250 iterations with momentum 0.5, then momentum 0.8; learning rate max(200, N/12)/4
+// (FIt-SNE's step for a gradient that keeps the factor 4);
 // per-coordinate gains (+0.2 when the gradient changes sign, x0.8 otherwise, min 0.01);
 // the embedding is re-centred every iteration.
 #pragma once
@@ -29,7 +30,7 @@ struct TsneOptions {
   int iterations = 750;
   double exaggeration = 12.0;
   int exaggeration_iterations = 250;
-  double learning_rate = 0.0;  // 0: max(200, N/12)
+  double learning_rate = 0.0;  // 0: max(200, N/exaggeration)/4
   double momentum = 0.5, final_momentum = 0.8;
   RepulsionMethod repulsion = RepulsionMethod::Fft;
   double theta = 0.5;
