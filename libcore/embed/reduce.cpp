@@ -147,7 +147,11 @@ void reduce_dims(const Comm& comm, const Config& cfg, const std::string& input,
       Yg = tr.Y;
       kl_weighted += tr.kl * double(n);
       log::infof(opt.label, ": ", n, " points, ", rep_used, " repulsion, KL ", tr.kl, " in ",
-                 log::format_duration(tr.seconds));
+                 log::format_duration(tr.seconds), " (k-NN + P ",
+                 log::format_duration(tr.seconds_affinity), ", attraction ",
+                 log::format_duration(tr.seconds_attract), ", repulsion ",
+                 log::format_duration(tr.seconds_repulse), ", update ",
+                 log::format_duration(tr.seconds_update), ")");
     } else {
       for (int64_t t = 0; t < n; ++t)
         for (int c = 0; c < d; ++c) Yg[t * d + c] = Xg[t * k + c];

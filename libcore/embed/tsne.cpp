@@ -24,6 +24,9 @@ double tsne_learning_rate(const TsneOptions& opt, int64_t N) {
 
 namespace {
 
+using Clock = std::chrono::steady_clock;
+double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
 std::vector<double> initial_positions(const float* X, int64_t N, int64_t D,
                                       const TsneOptions& opt) {
   const int d = opt.dims;
@@ -51,6 +54,33 @@ std::vector<double> initial_positions(const float* X, int64_t N, int64_t D,
   return Y;
 }
 
+// Attractive forces over the owned CSR rows: attr[r] = sum_e p_e w_e (y_i - y_j);
+// logw[r] = sum_e p_e log w_e when `report` (for the KL). d is a template parameter so the
+// per-edge work is straight-line code.
+template <int d>
+void attract(const double* Y, int64_t row0, int64_t n, const int64_t* ptr, const int32_t* col,
+             const float* pval, bool report, double* attr, double* logw) {
+#pragma omp parallel for schedule(dynamic, 256)
+  for (int64_t r = 0; r < n; ++r) {
+    const double* yi = Y + (row0 + r) * d;
+    double f[d] = {}, lw = 0.0;
+    for (int64_t e = ptr[r]; e < ptr[r + 1]; ++e) {
+      const double* yj = Y + int64_t(col[e]) * d;
+      double diff[d], d2 = 0.0;
+      for (int c = 0; c < d; ++c) {
+        diff[c] = yi[c] - yj[c];
+        d2 += diff[c] * diff[c];
+      }
+      const double w = 1.0 / (1.0 + d2);
+      const double pw = double(pval[e]) * w;
+      for (int c = 0; c < d; ++c) f[c] += pw * diff[c];
+      if (report) lw += double(pval[e]) * std::log(w);
+    }
+    for (int c = 0; c < d; ++c) attr[r * d + c] = f[c];
+    logw[r] = lw;
+  }
+}
+
 }  // namespace
 
 TsneResult tsne(const Comm& comm, const float* X, int64_t N, int64_t D, const TsneOptions& opt) {
@@ -63,6 +93,10 @@ TsneResult tsne(const Comm& comm, const float* X, int64_t N, int64_t D, const Ts
   const int64_t n = own.size();
   TsneResult res;
   SparseRows P = build_affinities(comm, X, N, D, opt.perplexity, own, &res.knn, &res.knn_k);
+  res.seconds_affinity = since(t0);
+  // P's values as float for the attractive loop: it streams every edge each iteration
+  // (~120 per point), so its bytes per edge are the cost.
+  const std::vector<float> pval(P.val.begin(), P.val.end());
   // Constant part of the KL: sum p log p over all entries.
   double plogp = 0.0;
   for (double p : P.val) plogp += p > 0 ? p * std::log(p) : 0.0;
@@ -88,26 +122,18 @@ TsneResult tsne(const Comm& comm, const float* X, int64_t N, int64_t D, const Ts
     const bool print = opt.progress_every > 0 &&
                        ((it + 1) % opt.progress_every == 0 || it + 1 == opt.iterations);
     const bool report = print || it + 1 == opt.iterations;  // the final KL is always kept
+    auto t_it = Clock::now();
     // Attractive forces over the owned CSR rows; sum p log w for the KL when reporting.
-#pragma omp parallel for schedule(dynamic, 256)
-    for (int64_t r = 0; r < n; ++r) {
-      const int64_t i = own.begin + r;
-      double f[3] = {0, 0, 0}, lw = 0.0;
-      for (int64_t e = P.ptr[r]; e < P.ptr[r + 1]; ++e) {
-        const int64_t j = P.col[e];
-        double diff[3], d2 = 0.0;
-        for (int c = 0; c < d; ++c) {
-          diff[c] = Y[i * d + c] - Y[j * d + c];
-          d2 += diff[c] * diff[c];
-        }
-        const double w = 1.0 / (1.0 + d2);
-        for (int c = 0; c < d; ++c) f[c] += P.val[e] * w * diff[c];
-        if (report) lw += P.val[e] * std::log(w);
-      }
-      for (int c = 0; c < d; ++c) attr[r * d + c] = f[c];
-      logw[r] = lw;
-    }
+    if (d == 2)
+      attract<2>(Y.data(), own.begin, n, P.ptr.data(), P.col.data(), pval.data(), report,
+                 attr.data(), logw.data());
+    else
+      attract<3>(Y.data(), own.begin, n, P.ptr.data(), P.col.data(), pval.data(), report,
+                 attr.data(), logw.data());
+    auto t_rep = Clock::now();
+    res.seconds_attract += std::chrono::duration<double>(t_rep - t_it).count();
     double z = repulsion.compute(comm, Y.data(), N, own, rep.data());  // global Z
+    res.seconds_repulse += since(t_rep);
     z = std::max(z, 1e-300);
     if (report) {
       double s = 0.0;
@@ -126,6 +152,7 @@ TsneResult tsne(const Comm& comm, const float* X, int64_t N, int64_t D, const Ts
                      ? ", FFT boxes " + std::to_string(repulsion.last_grid_boxes())
                      : std::string());
     }
+    auto t_upd = Clock::now();
     // Gradient step with momentum and gains on the owned rows.
 #pragma omp parallel for schedule(static)
     for (int64_t t = 0; t < n * d; ++t) {
@@ -145,6 +172,7 @@ TsneResult tsne(const Comm& comm, const float* X, int64_t N, int64_t D, const Ts
       m /= double(N);
       for (int64_t i = 0; i < N; ++i) Y[i * d + c] -= m;
     }
+    res.seconds_update += since(t_upd);
   }
   res.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return res;

@@ -47,6 +47,10 @@ struct TsneResult {
   std::vector<int32_t> knn;  // the owned rows' input k-NN lists [own.size(), knn_k]
   int64_t knn_k = 0;
   double seconds = 0.0;
+  // Wall-time split of `seconds` (rank-local): k-NN + P, attractive forces (incl. the KL
+  // terms), repulsion, gradient step + allgather + re-centring.
+  double seconds_affinity = 0.0, seconds_attract = 0.0, seconds_repulse = 0.0,
+         seconds_update = 0.0;
 };
 
 // Collective. X [N,D] row-major, identical on every rank. Needs N-1 >= 3 x perplexity.
