@@ -44,7 +44,8 @@ struct Repulsion::FftGrid {
   float* kspec[2] = {nullptr, nullptr};  // [M+1][M+1] real spectra of K1, K2 (DCT-I output)
   fftwf_complex* q[3] = {nullptr, nullptr, nullptr};  // [L][C] spectra of the charges
   fftwf_complex* prod = nullptr;                      // [L][C] product, destroyed by c2r
-  fftwf_plan fwd = nullptr, inv = nullptr, dct = nullptr;
+  fftwf_plan fwd_rows = nullptr, fwd_cols = nullptr, inv_cols = nullptr, inv_rows = nullptr;
+  fftwf_plan dct = nullptr;
   std::vector<double> charges;  // [3][M][M] charges 1, y_x, y_y; row = y-node
   std::vector<float> pot;       // [4][M][M] potentials K1*q0, K2*q0, K2*qx, K2*qy
 
@@ -57,18 +58,25 @@ struct Repulsion::FftGrid {
     prod = fftwf_alloc_complex(nc);
     SIEVE_CHECK(real && even && kspec[0] && kspec[1] && q[0] && q[1] && q[2] && prod,
                 "t-SNE FFT: out of memory for a ", L, "x", L, " grid");
-    fwd = fftwf_plan_dft_r2c_2d(L, L, real, q[0], FFTW_ESTIMATE);
-    inv = fftwf_plan_dft_c2r_2d(L, L, prod, real, FFTW_ESTIMATE);
+    // The 2-D transforms are split into their 1-D passes so that the zero rows of the
+    // padding are skipped: the charges fill rows [0, M) only, and only rows [0, M) of the
+    // convolution are used. Rows: r2c / c2r over M rows; columns: c2c over all C columns.
+    fwd_rows = fftwf_plan_many_dft_r2c(1, &L, M, real, nullptr, 1, L, q[0], nullptr, 1, C,
+                                       FFTW_ESTIMATE);
+    fwd_cols = fftwf_plan_many_dft(1, &L, C, q[0], nullptr, C, 1, q[0], nullptr, C, 1,
+                                   FFTW_FORWARD, FFTW_ESTIMATE);
+    inv_cols = fftwf_plan_many_dft(1, &L, C, prod, nullptr, C, 1, prod, nullptr, C, 1,
+                                   FFTW_BACKWARD, FFTW_ESTIMATE);
+    inv_rows = fftwf_plan_many_dft_c2r(1, &L, M, prod, nullptr, 1, C, real, nullptr, 1, L,
+                                       FFTW_ESTIMATE);
     dct = fftwf_plan_r2r_2d(M + 1, M + 1, even, kspec[0], FFTW_REDFT00, FFTW_REDFT00,
                             FFTW_ESTIMATE);
-    SIEVE_CHECK(fwd && inv && dct, "t-SNE FFT: cannot create FFTW plans for ", L, "x", L);
+    SIEVE_CHECK(fwd_rows && fwd_cols && inv_cols && inv_rows && dct, "t-SNE FFT: cannot create FFTW plans for ", L, "x", L);
     charges.resize(size_t(3) * M * M);
     pot.resize(size_t(4) * M * M);
   }
   ~FftGrid() {
-    fftwf_destroy_plan(fwd);
-    fftwf_destroy_plan(inv);
-    fftwf_destroy_plan(dct);
+    for (auto p : {fwd_rows, fwd_cols, inv_cols, inv_rows, dct}) fftwf_destroy_plan(p);
     for (auto* p : {real, even, kspec[0], kspec[1]}) fftwf_free(p);
     for (auto* p : {q[0], q[1], q[2], prod}) fftwf_free(p);
   }
@@ -87,11 +95,15 @@ struct Repulsion::FftGrid {
   }
   // q[c] = r2c of charge plane c zero-padded to [L][L].
   void charge_spectrum(int c) {
-    std::fill(real, real + size_t(L) * L, 0.0f);
     const double* src = charges.data() + size_t(c) * M * M;
-    for (int a = 0; a < M; ++a)
-      for (int b = 0; b < M; ++b) real[size_t(a) * L + b] = float(src[size_t(a) * M + b]);
-    fftwf_execute_dft_r2c(fwd, real, q[c]);
+    for (int a = 0; a < M; ++a) {
+      float* row = real + size_t(a) * L;
+      for (int b = 0; b < M; ++b) row[b] = float(src[size_t(a) * M + b]);
+      std::fill(row + M, row + L, 0.0f);
+    }
+    fftwf_execute_dft_r2c(fwd_rows, real, q[c]);  // rows [0, M); rows [M, L) are zero
+    std::fill(&q[c][size_t(M) * C][0], &q[c][size_t(L) * C][0], 0.0f);
+    fftwf_execute_dft(fwd_cols, q[c], q[c]);
   }
   // pot plane t = (kernel s) * (charges c), the M x M corner of the circular convolution.
   void convolve(int s, int c, int t) {
@@ -105,7 +117,8 @@ struct Repulsion::FftGrid {
         prod[row + k2][1] = a[row + k2][1] * krow[k2];
       }
     }
-    fftwf_execute_dft_c2r(inv, prod, real);
+    fftwf_execute_dft(inv_cols, prod, prod);
+    fftwf_execute_dft_c2r(inv_rows, prod, real);  // rows [0, M) only: the ones used
     const float norm = 1.0f / (float(L) * float(L));
     float* dst = pot.data() + size_t(t) * M * M;
     for (int a = 0; a < M; ++a)
