@@ -3,7 +3,8 @@
 #   scripts/fuzz.sh [SECONDS_PER_TARGET=60] [TARGET ...]
 # Seed corpora are committed under tests/fuzz/corpus/<name>/ (name = target without the
 # fuzz_<module>_ prefix); new inputs found during a run go to build-fuzz/corpus/<name>/ and
-# crashes to build-fuzz/crashes/. Exit 1 if any target crashed.
+# crashes to build-fuzz/crashes/ (an input taking over 10 s counts: a hang). Exit 1 if any
+# target crashed.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$root"
@@ -34,7 +35,7 @@ for t in "${targets[@]}"; do
     *h5*) leaks=0
       asan="allocator_may_return_null=1:suppressions=$root/tests/fuzz/asan_hdf5.supp${asan:+:$asan}" ;;
   esac
-  if ! ASAN_OPTIONS="$asan" "$build/tests/fuzz/$t" "$work" -max_total_time="$seconds" -rss_limit_mb=4096 -detect_leaks=$leaks \
+  if ! ASAN_OPTIONS="$asan" "$build/tests/fuzz/$t" "$work" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=4096 -detect_leaks=$leaks \
        -artifact_prefix="$build/crashes/$t-" -print_final_stats=1 2>"$build/$t.log"; then
     echo "fuzz.sh: $t CRASHED; see $build/$t.log and $build/crashes/" >&2
     failed=1
