@@ -19,7 +19,9 @@
 //    Plans are made once per grid size (FFTW_ESTIMATE: the same algorithm on every run,
 //    hence bitwise-reproducible). The kernels are real and even, so their spectra are real
 //    and come from a 2-D DCT-I (REDFT00) of the (M+1)^2 non-negative offsets: a quarter of
-//    the size of the padded grid. Every rank spreads ALL points (O(N), cheap next to the
+//    the size of the padded grid. The padded r2c / c2r transforms run as separate row and
+//    column passes so that the M all-zero (forward) or unused (inverse) rows are skipped.
+//    Every rank spreads ALL points (O(N), cheap next to the
 //    FFTs, which every rank runs anyway) and computes the whole Z itself, so an iteration
 //    needs no messages here: on a shared 2-core machine each collective costs a scheduler
 //    time slice, far more than the arithmetic it saves. Each rank interpolates the forces
