@@ -6,11 +6,22 @@ void add_data_keys(ConfigSchema& s) {
   s.add_string("data.source", "synthetic", "where the data comes from",
                {"synthetic", "cifar10", "cifar100", "mnist", "csv"});
   s.add_string("data.path", "",
-               "input: CIFAR directory (data_batch_*.bin, test_batch.bin), MNIST directory "
+               "input: CIFAR directory (data_batch_*.bin, test_batch.bin, or CIFAR-100 "
+               "train.bin/test.bin), MNIST/Fashion-MNIST directory "
                "(train-images-idx3-ubyte[.gz], ...), or a CSV file");
+  s.add_string_list("data.class_names", {},
+                    "class names to record instead of the source's own (e.g. Fashion-MNIST's); "
+                    "labels must lie in 0..len-1");
+  s.add_int("data.seed", -1,
+            "seed of the synthetic generator and the CSV train/test split (-1: derived from run.seed)",
+            -1);
   s.add_string("data.csv.label_column", "label", "CSV: name of the label column");
-  s.add_float("data.csv.test_fraction", 0.2, "CSV: fraction of rows held out as test set", 0.0, 0.9);
-  s.add_int("data.shards", 1, "number of shard files (1: one self-contained file)", 1, 4096);
+  s.add_float("data.csv.test_fraction", 0.2,
+              "CSV: fraction of rows held out as test set (stratified by class)", 0.0, 0.9);
+  s.add_int("data.shards", 1,
+            "number of shard files (1: one self-contained file; K > 1: K shard files plus an "
+            "index file of virtual datasets at the output path)",
+            1, 4096);
   s.add_int("data.chunk_samples", 256, "samples per HDF5 chunk", 1);
   // synthetic generator
   s.add_int("data.synthetic.classes", 10, "synthetic: number of classes", 2, 1000);

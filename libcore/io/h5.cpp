@@ -161,8 +161,11 @@ void File::create_dataset(const std::string& name, const std::vector<hsize_t>& d
 
 namespace {
 // Select rows [row0, row0+count) of a dataset's file space (none when count == 0).
+// `mspace` gets a memory space of the same shape as the selection ([count, dims[1:]]):
+// with a flat 1-D memory space HDF5 maps chunked datasets element by element, which
+// made reads and writes of chunked image datasets ~20x slower.
 Handle select_rows(hid_t dset, hsize_t row0, hsize_t count, hsize_t* row_elems,
-                   const std::string& what) {
+                   const std::string& what, Handle* mspace) {
   Handle fspace(H5Dget_space(dset), H5Sclose);
   int rank = H5Sget_simple_extent_ndims(fspace.get());
   std::vector<hsize_t> dims(rank);
@@ -180,6 +183,10 @@ Handle select_rows(hid_t dset, hsize_t row0, hsize_t count, hsize_t* row_elems,
     cnt[0] = count;
     H5Sselect_hyperslab(fspace.get(), H5S_SELECT_SET, start.data(), nullptr, cnt.data(), nullptr);
   }
+  std::vector<hsize_t> mdims = dims;
+  mdims[0] = count;
+  *mspace = Handle(H5Screate_simple(rank, mdims.data(), nullptr), H5Sclose);
+  if (count == 0) H5Sselect_none(mspace->get());
   return fspace;
 }
 }  // namespace
@@ -189,10 +196,8 @@ void File::write_rows(const std::string& name, hsize_t row0, hsize_t count, cons
   Handle d(check(H5Dopen2(file_.get(), name.c_str(), H5P_DEFAULT), cat(where(name), ": no such dataset")),
            H5Dclose);
   hsize_t row_elems = 1;
-  Handle fspace = select_rows(d.get(), row0, count, &row_elems, where(name));
-  hsize_t n = count * row_elems;
-  Handle mspace(H5Screate_simple(1, &n, nullptr), H5Sclose);
-  if (n == 0) H5Sselect_none(mspace.get());
+  Handle mspace;
+  Handle fspace = select_rows(d.get(), row0, count, &row_elems, where(name), &mspace);
   Handle dxpl = transfer_plist();
   check_status(H5Dwrite(d.get(), native_type<T>(), mspace.get(), fspace.get(), dxpl.get(), data),
                cat(where(name), ": write failed (disk full or file not writable?)"));
@@ -203,10 +208,8 @@ void File::read_rows(const std::string& name, hsize_t row0, hsize_t count, T* da
   Handle d(check(H5Dopen2(file_.get(), name.c_str(), H5P_DEFAULT), cat(where(name), ": no such dataset")),
            H5Dclose);
   hsize_t row_elems = 1;
-  Handle fspace = select_rows(d.get(), row0, count, &row_elems, where(name));
-  hsize_t n = count * row_elems;
-  Handle mspace(H5Screate_simple(1, &n, nullptr), H5Sclose);
-  if (n == 0) H5Sselect_none(mspace.get());
+  Handle mspace;
+  Handle fspace = select_rows(d.get(), row0, count, &row_elems, where(name), &mspace);
   Handle dxpl = transfer_plist();
   check_status(H5Dread(d.get(), native_type<T>(), mspace.get(), fspace.get(), dxpl.get(), data),
                cat(where(name), ": read failed (corrupt or truncated file?)"));

@@ -1,0 +1,112 @@
+#include "data/source.hpp"
+
+#include <chrono>
+#include <climits>
+#include <thread>
+
+#include "data/rng.hpp"
+#include "data/synthetic.hpp"
+#include "util/error.hpp"
+
+namespace sieve::data {
+
+namespace {
+bool g_wait_for_abort = false;
+}
+
+void set_wait_for_abort(bool on) { g_wait_for_abort = on; }
+
+void agree(const Comm& comm, const std::string& error, int code) {
+  int mine = error.empty() ? INT_MAX : comm.rank();
+  int first = comm.allreduce_min(mine);
+  if (first == INT_MAX) return;
+  std::string msg = error;
+  comm.bcast_string(msg, first);
+  comm.bcast(&code, 1, first);
+  if (code == 2) throw UsageError(msg);  // the tool runner prints these on rank 0 only
+  if (g_wait_for_abort && comm.size() > 1 && !comm.is_root()) {
+    // Rank 0 prints the message and ends the job; wait for that (but not forever).
+    for (int i = 0; i < 1200; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  throw Error(msg, code);
+}
+
+namespace {
+
+class SyntheticSource : public Source {
+ public:
+  SyntheticSource(const SyntheticSpec& spec, const std::vector<std::string>& names) : gen_(spec) {
+    meta_.kind = Kind::Image;
+    meta_.source = "synthetic";
+    meta_.description = cat("synthetic shapes (seed ", spec.seed, ")");
+    meta_.n[0] = gen_.rows(Split::Train);
+    meta_.n[1] = gen_.rows(Split::Test);
+    meta_.height = spec.height;
+    meta_.width = spec.width;
+    meta_.channels = spec.channels;
+    meta_.num_classes = spec.classes;
+    meta_.class_names = names.empty() ? gen_.class_names() : names;
+    meta_.has_noise = true;
+  }
+  const DatasetMeta& meta() const override { return meta_; }
+  void produce(Split split, int64_t row0, int64_t count, const Rows& out) const override {
+    const int64_t rb = gen_.row_bytes();
+    for (int64_t i = 0; i < count; ++i) {
+      SyntheticSample smp = gen_.generate(split, row0 + i, out.images + i * rb);
+      out.labels[i] = smp.label;
+      out.noise[i] = smp.noise;
+    }
+  }
+
+ private:
+  SyntheticGenerator gen_;
+  DatasetMeta meta_;
+};
+
+}  // namespace
+
+uint64_t data_seed(const Config& cfg) {
+  int64_t s = cfg.get_int("data.seed");
+  if (s >= 0) return uint64_t(s);
+  return hash_combine(uint64_t(cfg.get_int("run.seed")), 0x64617461 /* "data" */);
+}
+
+std::unique_ptr<Source> open_source(const Config& cfg, const std::string& input, const Comm& comm) {
+  std::string kind = cfg.get_string("data.source");
+  std::string path = input.empty() ? cfg.get_string("data.path") : input;
+  std::vector<std::string> names = cfg.get_string_list("data.class_names");
+  if (kind == "synthetic") {
+    SyntheticSpec spec;
+    spec.classes = int(cfg.get_int("data.synthetic.classes"));
+    spec.train_per_class = cfg.get_int("data.synthetic.train_per_class");
+    spec.test_per_class = cfg.get_int("data.synthetic.test_per_class");
+    spec.height = int(cfg.get_int("data.synthetic.height"));
+    spec.width = int(cfg.get_int("data.synthetic.width"));
+    spec.channels = int(cfg.get_int("data.synthetic.channels"));
+    spec.label_noise = cfg.get_float("data.synthetic.label_noise");
+    spec.outliers = cfg.get_float("data.synthetic.outliers");
+    spec.pixel_noise = cfg.get_float("data.synthetic.pixel_noise");
+    spec.seed = data_seed(cfg);
+    if (spec.channels == 2)
+      throw UsageError("data.synthetic.channels: 2 is not supported (use 1 or 3)");
+    if (spec.label_noise + spec.outliers > 1.0)
+      throw UsageError(cat("data.synthetic.label_noise + data.synthetic.outliers = ",
+                           spec.label_noise + spec.outliers, ": must not exceed 1"));
+    if (!names.empty() && int64_t(names.size()) != spec.classes)
+      throw UsageError(cat("data.class_names has ", names.size(), " names but data.synthetic.classes is ",
+                           spec.classes));
+    auto src = std::make_unique<SyntheticSource>(spec, names);
+    return src;
+  }
+  if (path.empty())
+    throw UsageError(cat("data.path is empty: data.source '", kind,
+                         "' needs an input (set data.path or pass --input)"));
+  if (kind == "cifar10" || kind == "cifar100") return open_cifar(path, kind == "cifar100", names, comm);
+  if (kind == "mnist") return open_idx(path, names, comm);
+  if (kind == "csv")
+    return open_csv(path, cfg.get_string("data.csv.label_column"),
+                    cfg.get_float("data.csv.test_fraction"), data_seed(cfg), names, comm);
+  throw UsageError(cat("data.source '", kind, "' is not supported"));
+}
+
+}  // namespace sieve::data

@@ -1,0 +1,117 @@
+// Inputs of shard_dataset: each kind of source (CIFAR, IDX, CSV, synthetic) describes the
+// dataset it will produce (DatasetMeta) and produces any range of rows of a split on demand.
+//
+// The writer gives every rank chunk-aligned slices of every split and asks the source for
+// those rows only; produce() must be a pure function of (split, rows) so that the output
+// does not depend on the number of ranks. The writer's producer threads call produce()
+// concurrently for disjoint row ranges while the main thread writes the previous batch:
+// it must be thread-safe and must not call MPI or HDF5.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "comm/comm.hpp"
+#include "config/config.hpp"
+#include "data/names.hpp"
+
+namespace sieve::data {
+
+struct DatasetMeta {
+  Kind kind = Kind::Image;
+  std::string source;                    // "synthetic", "cifar10", ...
+  std::string description;               // human-readable: where the data came from
+  int64_t n[2] = {0, 0};                 // rows per split (Train, Test)
+  int64_t height = 0, width = 0, channels = 0;  // images
+  int64_t features = 0;                  // tabular
+  std::vector<std::string> feature_names;  // tabular: column names
+  int64_t num_classes = 0;
+  std::vector<std::string> class_names;
+  bool has_noise = false;                // writes noise_truth / noise_kind
+
+  int64_t rows(Split s) const { return n[int(s)]; }
+  // Elements per row: H*W*C (uint8) or F (float32).
+  int64_t row_elems() const { return kind == Kind::Image ? height * width * channels : features; }
+  int64_t row_bytes() const { return kind == Kind::Image ? row_elems() : row_elems() * 4; }
+};
+
+// Where produce() puts rows: pointers to the first row's slot in each buffer (the writer
+// hands each thread a slice of one batch). Null where the dataset has no such column.
+struct Rows {
+  uint8_t* images = nullptr;   // count * H*W*C (image sources)
+  float* features = nullptr;   // count * F (tabular sources)
+  int32_t* labels = nullptr;   // count
+  uint8_t* noise = nullptr;    // count, kNoiseClean/Label/Outlier (sources with has_noise)
+};
+
+class Source {
+ public:
+  virtual ~Source() = default;
+  virtual const DatasetMeta& meta() const = 0;
+  // Rows [row0, row0+count) of `split` into `out` (serial; the writer parallelises).
+  virtual void produce(Split split, int64_t row0, int64_t count, const Rows& out) const = 0;
+  // Per-column mean/std of the training set when the source computes them itself
+  // (tabular: every rank holds the whole table, so the result is rank-independent).
+  // Empty: the writer accumulates exact integer pixel sums instead.
+  virtual std::vector<double> exact_mean() const { return {}; }
+  virtual std::vector<double> exact_std() const { return {}; }
+};
+
+// Build the source named by data.source from `cfg` (data.path may be overridden by
+// `input`). Validates the input on the ranks and fails collectively with one message
+// (see fail_collectively) before anything is written.
+std::unique_ptr<Source> open_source(const Config& cfg, const std::string& input, const Comm& comm);
+
+// Individual sources (also used by tests).
+std::unique_ptr<Source> open_cifar(const std::string& dir, bool cifar100,
+                                   const std::vector<std::string>& class_names, const Comm& comm);
+std::unique_ptr<Source> open_idx(const std::string& dir, const std::vector<std::string>& class_names,
+                                 const Comm& comm);
+std::unique_ptr<Source> open_csv(const std::string& path, const std::string& label_column,
+                                 double test_fraction, uint64_t seed,
+                                 const std::vector<std::string>& class_names, const Comm& comm);
+
+// The generator/split seed: data.seed, or (when -1) one derived from run.seed.
+uint64_t data_seed(const Config& cfg);
+
+// Collective error agreement. Every rank passes its own error ("" = fine); when any rank
+// failed, the message of the lowest failing rank is raised: rank 0 throws it (the tool
+// runner prints one line and ends the job), the other ranks wait to be ended with it, so
+// the user sees one message, not one per rank. `code` 2 raises a UsageError.
+void agree(const Comm& comm, const std::string& error, int code = 1);
+// Tools set this: non-root ranks then wait for rank 0 to end the job instead of printing
+// the same runtime error again (library callers and tests keep the default: all throw).
+void set_wait_for_abort(bool on);
+// Run `fn` on rank 0 only and agree on its outcome (Error caught and raised collectively).
+template <typename Fn>
+void on_root_checked(const Comm& comm, Fn&& fn) {
+  std::string err;
+  int code = 1;
+  if (comm.is_root()) {
+    try {
+      fn();
+    } catch (const Error& e) {
+      err = e.what();
+      code = e.exit_code();
+    }
+  }
+  comm.bcast(&code, 1);
+  agree(comm, err, code);
+}
+// Run `fn` on every rank and agree on the outcome.
+template <typename Fn>
+void all_checked(const Comm& comm, Fn&& fn) {
+  std::string err;
+  int code = 1;
+  try {
+    fn();
+  } catch (const Error& e) {
+    err = e.what();
+    code = e.exit_code();
+  }
+  int c = comm.allreduce_max(err.empty() ? 0 : code);
+  agree(comm, err, c ? c : 1);
+}
+
+}  // namespace sieve::data
