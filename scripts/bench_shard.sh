@@ -11,6 +11,8 @@
 # statistics, fsync and rename. The rate over the wall time of the whole command (adding
 # process and MPI start-up, ~0.5 s here) is shown beside it. Runs alternate so that drift
 # in the disk's speed hits both; the medians are reported. Goal: write ratio >= 0.5.
+# The CPU seconds of each run (user + system, all processes) are shown too: on a shared
+# machine the tool is CPU-bound by other load long before the disk limits it.
 # Needs the built tools (SIEVE_BUILD_DIR, default build/) and ~2x SIZE free space in DIR.
 set -euo pipefail
 
@@ -30,7 +32,7 @@ while [ $# -gt 0 ]; do
     --ranks) ranks="$2"; shift 2 ;;
     --reps) reps="$2"; shift 2 ;;
     --shards) shards="$2"; shift 2 ;;
-    -h|--help) sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "bench_shard: unknown argument $1 (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -65,11 +67,13 @@ for rep in $(seq 1 "$reps"); do
     rm -f "$dir"/synth*.h5 "$dir"/synth.config.yaml
     log="$dir/tool-$r.log"
     t0=$(now)
+    cpu="$dir/cpu-$r.txt"
     if [ "$r" -eq 1 ]; then
-      OMP_NUM_THREADS=$threads "$tool" -o "$dir/synth.h5" $gen_args > "$log" 2>&1
+      OMP_NUM_THREADS=$threads /usr/bin/time -o "$cpu" -f "%U %S" "$tool" -o "$dir/synth.h5" $gen_args > "$log" 2>&1
     else
-      mpirun -n "$r" -x OMP_NUM_THREADS=$threads "$tool" -o "$dir/synth.h5" $gen_args > "$log" 2>&1
+      /usr/bin/time -o "$cpu" -f "%U %S" mpirun -n "$r" -x OMP_NUM_THREADS=$threads "$tool" -o "$dir/synth.h5" $gen_args > "$log" 2>&1
     fi
+    cpus=$(awk '{printf "%.2f", $1 + $2}' "$cpu")
     t1=$(now)
     mb=$(sed -n 's/^  written *\([0-9.]*\) MB.*/\1/p' "$log")
     secs=$(sed -n 's/^  written *[0-9.]* MB in \([0-9.]*\) s.*/\1/p' "$log")
@@ -78,8 +82,8 @@ for rep in $(seq 1 "$reps"); do
     wrate=$(awk -v b="$mb" -v a="$t0" -v c="$t1" 'BEGIN {printf "%.1f", b / (c - a)}')
     tool_rates[$r]="${tool_rates[$r]} $rate"
     wall_rates[$r]="${wall_rates[$r]} $wrate"
-    printf "  rep %d: shard_dataset %d rank(s) x %2d thr  write %s MB/s, wall %s MB/s (%s MB; %s)\n" "$rep" "$r" "$threads" \
-      "$rate" "$wrate" "$mb" "$(sed -n 's/^  time *//p' "$log")"
+    printf "  rep %d: shard_dataset %d rank(s) x %2d thr  write %s MB/s, wall %s MB/s, %s CPU-s (%s MB; %s)\n" "$rep" "$r" \
+      "$threads" "$rate" "$wrate" "$cpus" "$mb" "$(sed -n 's/^  time *//p' "$log")"
   done
 done
 rm -f "$dir"/synth*.h5 "$dir"/synth.config.yaml

@@ -22,7 +22,10 @@ void add_data_keys(ConfigSchema& s) {
             "number of shard files (1: one self-contained file; K > 1: K shard files plus an "
             "index file of virtual datasets at the output path)",
             1, 4096);
-  s.add_int("data.chunk_samples", 256, "samples per HDF5 chunk", 1);
+  s.add_int("data.chunk_samples", 0,
+            "samples per HDF5 chunk of images/features (0: automatic, whole samples making about "
+            "2 MiB, above HDF5's 1 MiB chunk cache so that chunks are written without a copy)",
+            0);
   // synthetic generator
   s.add_int("data.synthetic.classes", 10, "synthetic: number of classes", 2, 1000);
   s.add_int("data.synthetic.train_per_class", 500, "synthetic: training samples per class", 1);

@@ -248,8 +248,11 @@ WriteSummary write_dataset(const Source& src, const WriteOptions& opt, const Com
   const DatasetMeta& m = src.meta();
   const int K = opt.shards;
   const int P = comm.size(), me = comm.rank();
-  const int64_t cr = std::max<int64_t>(1, opt.chunk_rows);
   const int64_t row_bytes = m.row_bytes();
+  // Chunks of whole samples; automatic: ~2 MiB, more than HDF5's default 1 MiB chunk cache,
+  // so that whole-chunk writes go straight to the file instead of through the cache.
+  const int64_t cr = opt.chunk_rows > 0 ? opt.chunk_rows
+                                        : std::max<int64_t>(1, ((2 << 20) + row_bytes - 1) / std::max<int64_t>(1, row_bytes));
   const int64_t batch_rows = std::max<int64_t>(cr, (opt.batch_bytes / std::max<int64_t>(1, row_bytes)) / cr * cr);
   const int C = m.kind == Kind::Image ? int(m.channels) : 0;
   SIEVE_ASSERT(C <= 4, "images with ", C, " channels");

@@ -20,7 +20,7 @@ namespace sieve::data {
 struct WriteOptions {
   std::string output;          // final path of the dataset (the index when shards > 1)
   int shards = 1;
-  int64_t chunk_rows = 256;    // rows per HDF5 chunk of images/features
+  int64_t chunk_rows = 0;      // rows per HDF5 chunk of images/features (0: ~2 MiB of rows)
   bool overwrite = false;
   std::string config_yaml;     // stamped into every file (`config` attribute)
   bool sync = true;            // fsync the files before they are renamed into place
