@@ -20,7 +20,10 @@ static std::string env_or(const char* name, const std::string& fallback) {
 
 std::string scratch_dir(const std::string& name) {
   Comm world = Comm::world();
+  // The rank count is part of the name: CTest runs the -n 2 and -n 3 variants of an MPI
+  // test concurrently, and they must not share (and wipe) each other's directory.
   std::string dir = env_or("SIEVE_BUILD_DIR", ".") + "/test-scratch/" + name;
+  if (world.size() > 1) dir += "-np" + std::to_string(world.size());
   if (world.is_root()) {
     fs::remove_all(dir);
     fs::create_directories(dir);

@@ -4,8 +4,8 @@
 
 namespace sieve::test {
 
-// A fresh directory under the build tree, unique per test and rank-agreed (all ranks of an
-// MPI test get the same path). Removed at construction if left from an earlier run.
+// A fresh directory under the build tree, unique per test name and rank count, agreed by
+// all ranks of an MPI test. Removed at construction if left from an earlier run.
 std::string scratch_dir(const std::string& name);
 // ../shared/data next to the repository (Iris etc.).
 std::string shared_data(const std::string& file);
