@@ -427,10 +427,9 @@ void File::flush() {
 
 void File::close() {
   if (!file_) return;
-  hid_t id = file_.get();
   // Close explicitly so that a failing final write (disk full) is reported, not swallowed.
-  herr_t rc = H5Fclose(id);
-  file_ = Handle();
+  // release() first: closing the id a second time after a failed close crashed libhdf5.
+  herr_t rc = H5Fclose(file_.release());
   if (rc < 0) throw Error(cat(path_, ": close failed (disk full or I/O error?)"));
 }
 

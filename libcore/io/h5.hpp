@@ -28,6 +28,12 @@ class Handle {
   Handle& operator=(const Handle&) = delete;
   ~Handle() { reset(); }
   void reset();
+  // Give up ownership without closing (for a close whose failure must be reported).
+  hid_t release() {
+    hid_t id = id_;
+    id_ = -1;
+    return id;
+  }
   hid_t get() const { return id_; }
   explicit operator bool() const { return id_ >= 0; }
 
