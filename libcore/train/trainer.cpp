@@ -7,6 +7,7 @@
 #include <csignal>
 #include <cstdlib>
 #include <filesystem>
+#include <thread>
 
 #include "train/reducer.hpp"
 #include "util/log.hpp"
@@ -204,6 +205,9 @@ TrainResult Trainer::run(bool resume) {
   const int64_t nan_step = env_step("SIEVE_DEBUG_NAN_STEP");
   const int64_t signal_step = env_step("SIEVE_DEBUG_SIGNAL_STEP");
   const int64_t kill_step = env_step("SIEVE_DEBUG_KILL_STEP");
+  // Slow every step down (ms) so that a fault test's signal or kill lands mid-run even on a
+  // fast, idle machine; changes no numbers.
+  const int64_t step_delay_ms = env_step("SIEVE_DEBUG_STEP_DELAY_MS");
 
   TrainResult res;
   res.batch = B;
@@ -275,6 +279,7 @@ TrainResult Trainer::run(bool resume) {
       stats[2] = std::isfinite(gsum) && std::isfinite(stats[0]) ? 0 : 1;
       if (st.step == signal_step && comm_.is_root()) std::raise(SIGUSR1);
       if (st.step == kill_step && comm_.is_root()) std::raise(SIGKILL);
+      if (step_delay_ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(step_delay_ms));
       stats[3] = stop_signal_seen() ? 1 : 0;
       comm_.allreduce_sum(stats, 4);
       if (stats[2] > 0) {

@@ -35,11 +35,13 @@ TRAIN_SETS=(--set pretrain.epochs=2 --set pretrain.checkpoint.every_steps=2
             --set pretrain.checkpoint.keep=3)
 
 # pretrain_bg RUN_DIR LOG [extra args]: start a 2-rank pretrain in the background; sets
-# MPIRUN_PID. The dataset is RUN_DIR/dataset.h5.
+# MPIRUN_PID. The dataset is RUN_DIR/dataset.h5. Each step is slowed by 150 ms (a test hook
+# that changes no numbers) so that the kill or signal lands mid-run on an idle machine too,
+# where the 16 steps otherwise finish in a fraction of a second.
 pretrain_bg() {
   local dir="$1" log="$2"
   shift 2
-  mpirun -n 2 "$TOOLS/pretrain" --config "$CONFIG" --set run.dir="$dir" "${TRAIN_SETS[@]}" \
+  SIEVE_DEBUG_STEP_DELAY_MS="${SIEVE_DEBUG_STEP_DELAY_MS:-150}" mpirun -n 2 "$TOOLS/pretrain" --config "$CONFIG" --set run.dir="$dir" "${TRAIN_SETS[@]}" \
     "$@" >"$log" 2>&1 &
   MPIRUN_PID=$!
 }
