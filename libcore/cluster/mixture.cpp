@@ -48,6 +48,25 @@ std::vector<double> kmeanspp(const float* x, int64_t n, int d, int k, std::mt199
   return c;
 }
 
+// Assign every point to its nearest centre (m.assign, m.dist); returns the inertia.
+double assign_nearest(const float* x, int64_t n, int d, const std::vector<double>& centers, int k,
+                      KmeansModel& m) {
+  double inertia = 0;
+#pragma omp parallel for schedule(static) reduction(+ : inertia) if (n > 20000)
+  for (int64_t i = 0; i < n; ++i) {
+    double bd = std::numeric_limits<double>::infinity();
+    int32_t bj = 0;
+    for (int j = 0; j < k; ++j) {
+      double v = d2(x + i * d, centers.data() + j * d, d);
+      if (v < bd) bd = v, bj = j;
+    }
+    m.assign[i] = bj;
+    m.dist[i] = bd;
+    inertia += bd;
+  }
+  return inertia;
+}
+
 KmeansModel lloyd(const float* x, int64_t n, int d, std::vector<double> centers, int k,
                   const KmeansParams& p, double scale2) {
   KmeansModel m;
@@ -57,17 +76,7 @@ KmeansModel lloyd(const float* x, int64_t n, int d, std::vector<double> centers,
   m.dist.assign(n, 0);
   for (int it = 0; it < p.max_iter; ++it) {
     m.iterations = it + 1;
-#pragma omp parallel for schedule(static) if (n > 20000)
-    for (int64_t i = 0; i < n; ++i) {
-      double bd = std::numeric_limits<double>::infinity();
-      int32_t bj = 0;
-      for (int j = 0; j < k; ++j) {
-        double v = d2(x + i * d, centers.data() + j * d, d);
-        if (v < bd) bd = v, bj = j;
-      }
-      m.assign[i] = bj;
-      m.dist[i] = bd;
-    }
+    assign_nearest(x, n, d, centers, k, m);
     std::vector<double> sum(size_t(k) * d, 0), cnt(k, 0);
     for (int64_t i = 0; i < n; ++i) {
       cnt[m.assign[i]] += 1;
@@ -84,20 +93,7 @@ KmeansModel lloyd(const float* x, int64_t n, int d, std::vector<double> centers,
     }
     if (shift <= p.tol * p.tol * scale2) break;
   }
-  double inertia = 0;
-#pragma omp parallel for schedule(static) reduction(+ : inertia) if (n > 20000)
-  for (int64_t i = 0; i < n; ++i) {
-    double bd = std::numeric_limits<double>::infinity();
-    int32_t bj = 0;
-    for (int j = 0; j < k; ++j) {
-      double v = d2(x + i * d, centers.data() + j * d, d);
-      if (v < bd) bd = v, bj = j;
-    }
-    m.assign[i] = bj;
-    m.dist[i] = bd;
-    inertia += bd;
-  }
-  m.inertia = inertia;
+  m.inertia = assign_nearest(x, n, d, centers, k, m);
   for (auto& v : m.dist) v = std::sqrt(v);
   m.centers = std::move(centers);
   return m;
