@@ -9,6 +9,7 @@
 
 #include "config/sections.hpp"
 #include "util/log.hpp"
+#include "util/threads.hpp"
 
 namespace sieve {
 
@@ -29,14 +30,13 @@ void allow_root_mpi() {
 // Several ranks on one node must share its cores: without this each rank starts one
 // OpenMP (and OpenBLAS) thread per core, and the oversubscribed spin-waiting threads made
 // a 2-rank run on 2 cores ~20x slower. An explicit OMP_NUM_THREADS always wins.
-extern "C" void openblas_set_num_threads(int) __attribute__((weak));
 
 void share_cores(const Comm& comm) {
   if (std::getenv("OMP_NUM_THREADS")) return;
   int cores = int(std::thread::hardware_concurrency());
   int threads = std::max(1, cores / std::max(1, comm.local_size()));
   omp_set_num_threads(threads);
-  if (openblas_set_num_threads) openblas_set_num_threads(threads);
+  set_blas_threads(threads);
 }
 
 }  // namespace
@@ -51,6 +51,7 @@ int run_tool(int argc, char** argv, const ToolSpec& spec, const FlagAdder& add_f
   share_cores(comm);
 
   po::options_description common("Common options");
+  // clang-format off
   common.add_options()
       ("help,h", "print this help and exit")
       ("help-config", "list every config key with its default, range and meaning")
@@ -61,6 +62,7 @@ int run_tool(int argc, char** argv, const ToolSpec& spec, const FlagAdder& add_f
        "override one config key: --set key.path=value (repeatable)")
       ("overwrite", "replace existing outputs")
       ("get", po::value<std::string>(), "print the resolved value of one config key and exit");
+  // clang-format on
   po::options_description own(spec.name + " options");
   if (add_flags) add_flags(own);
   po::options_description all;
