@@ -1,5 +1,7 @@
 #include "config/config.hpp"
 
+#include "config/key_path.hpp"
+
 #include <cmath>
 #include <fstream>
 #include <sstream>
@@ -11,14 +13,22 @@ namespace {
 
 const char* type_name(ValueType t) {
   switch (t) {
-    case ValueType::Bool: return "a boolean (true/false)";
-    case ValueType::Int: return "an integer";
-    case ValueType::Float: return "a number";
-    case ValueType::String: return "a string";
-    case ValueType::IntList: return "a list of integers";
-    case ValueType::FloatList: return "a list of numbers";
-    case ValueType::StringList: return "a list of strings";
-    case ValueType::Tree: return "a mapping";
+    case ValueType::Bool:
+      return "a boolean (true/false)";
+    case ValueType::Int:
+      return "an integer";
+    case ValueType::Float:
+      return "a number";
+    case ValueType::String:
+      return "a string";
+    case ValueType::IntList:
+      return "a list of integers";
+    case ValueType::FloatList:
+      return "a list of numbers";
+    case ValueType::StringList:
+      return "a list of strings";
+    case ValueType::Tree:
+      return "a mapping";
   }
   return "?";
 }
@@ -37,7 +47,8 @@ std::string show(const YAML::Node& n) {
 // Scalars: yaml-cpp's as<T> accepts e.g. "1e3" for double and rejects "abc"; for
 // integers we additionally reject fractional values such as "2.5".
 int64_t scalar_int(const KeySpec& spec, const YAML::Node& n, const std::string& origin) {
-  if (!n.IsScalar()) bad(spec, origin, cat("expected ", type_name(ValueType::Int), ", got ", show(n)));
+  if (!n.IsScalar())
+    bad(spec, origin, cat("expected ", type_name(ValueType::Int), ", got ", show(n)));
   const std::string& s = n.Scalar();
   try {
     size_t pos = 0;
@@ -117,7 +128,8 @@ YAML::Node validate_value(const KeySpec& spec, const YAML::Node& n, const std::s
         list = YAML::Node(YAML::NodeType::Sequence);
         list.push_back(n);
       }
-      if (!list.IsSequence()) bad(spec, origin, cat("expected ", type_name(spec.type), ", got ", show(n)));
+      if (!list.IsSequence())
+        bad(spec, origin, cat("expected ", type_name(spec.type), ", got ", show(n)));
       YAML::Node out(YAML::NodeType::Sequence);
       for (const auto& e : list) {
         if (spec.type == ValueType::IntList) {
@@ -251,7 +263,7 @@ void apply_tree(Config& cfg, const ConfigSchema& schema, const YAML::Node& node,
   for (const auto& kv : node) {
     std::string key = kv.first.Scalar();
     std::string path = prefix.empty() ? key : prefix + "." + key;
-    if (const KeySpec* spec = schema.find(path)) {
+    if (schema.find(path)) {
       cfg.set(path, kv.second, origin);
     } else if (schema.is_section(path)) {
       apply_tree(cfg, schema, kv.second, path, origin);
@@ -268,20 +280,7 @@ void Config::set(const std::string& path, const YAML::Node& value, const std::st
   if (!spec) {
     if (const KeySpec* tree = schema_->enclosing_tree(path)) {
       // Setting inside a free-form tree: splice the value into it.
-      YAML::Node root = values_[tree->path];
-      std::string rest = path.substr(tree->path.size() + 1);
-      YAML::Node cur = root;
-      size_t start = 0;
-      while (true) {
-        size_t dot = rest.find('.', start);
-        std::string part = rest.substr(start, dot == std::string::npos ? dot : dot - start);
-        if (dot == std::string::npos) {
-          cur[part] = YAML::Clone(value);
-          break;
-        }
-        cur.reset(cur[part]);
-        start = dot + 1;
-      }
+      put_at_key_path(values_[tree->path], path.substr(tree->path.size() + 1), value);
       return;
     }
     if (schema_->is_section(path)) {
@@ -312,8 +311,8 @@ Config Config::load(const ConfigSchema& schema, const std::vector<std::string>& 
     try {
       root = YAML::Load(in);
     } catch (const YAML::Exception& e) {
-      throw UsageError(cat("--config ", yaml_file, ": invalid YAML at line ", e.mark.line + 1,
-                           ": ", e.msg));
+      throw UsageError(
+          cat("--config ", yaml_file, ": invalid YAML at line ", e.mark.line + 1, ": ", e.msg));
     }
     apply_tree(cfg, schema, root, "", yaml_file);
   }
@@ -393,20 +392,7 @@ YAML::Node Config::get_tree(const std::string& p) const {
 std::string Config::to_yaml() const {
   // Rebuild the nested mapping in schema order so the output reads like the input.
   YAML::Node root(YAML::NodeType::Map);
-  for (auto& k : schema_->keys()) {
-    YAML::Node cur = root;
-    size_t start = 0;
-    while (true) {
-      size_t dot = k.path.find('.', start);
-      std::string part = k.path.substr(start, dot == std::string::npos ? dot : dot - start);
-      if (dot == std::string::npos) {
-        cur[part] = YAML::Clone(values_.at(k.path));
-        break;
-      }
-      cur.reset(cur[part]);
-      start = dot + 1;
-    }
-  }
+  for (auto& k : schema_->keys()) put_at_key_path(root, k.path, values_.at(k.path));
   YAML::Emitter e;
   e << root;
   return std::string(e.c_str()) + "\n";

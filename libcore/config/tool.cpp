@@ -7,6 +7,7 @@
 #include <iostream>
 #include <thread>
 
+#include "config/key_path.hpp"
 #include "config/sections.hpp"
 #include "util/log.hpp"
 #include "util/threads.hpp"
@@ -110,17 +111,8 @@ int run_tool(int argc, char** argv, const ToolSpec& spec, const FlagAdder& add_f
     // For scripts: the value as the programs see it (defaults + file + --set).
     std::string key = ctx.flag("get");
     try {
-      YAML::Node root = YAML::Load(ctx.cfg.to_yaml());
-      YAML::Node cur = root;
-      size_t start = 0;
-      while (true) {
-        size_t dot = key.find('.', start);
-        std::string part = key.substr(start, dot == std::string::npos ? dot : dot - start);
-        if (!cur.IsMap() || !cur[part]) throw UsageError(cat("--get ", key, ": unknown key"));
-        cur.reset(cur[part]);
-        if (dot == std::string::npos) break;
-        start = dot + 1;
-      }
+      YAML::Node cur = find_at_key_path(YAML::Load(ctx.cfg.to_yaml()), key);
+      if (!cur) throw UsageError(cat("--get ", key, ": unknown key"));
       if (comm.is_root()) {
         if (cur.IsScalar()) {
           std::cout << cur.Scalar() << "\n";
