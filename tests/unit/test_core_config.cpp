@@ -4,6 +4,7 @@
 #include <fstream>
 
 #include "config/config.hpp"
+#include "config/key_path.hpp"
 #include "config/sections.hpp"
 #include "support/test_util.hpp"
 #include "util/error.hpp"
@@ -115,4 +116,22 @@ TEST(Config, LayeredFilesReplaceTreesWholeAndLaterKeysWin) {
   YAML::Node grid = c.get_tree("sweep.grid");
   EXPECT_FALSE(grid["arm"]) << "the later file's grid replaces the earlier one";
   EXPECT_EQ(grid["global_batch"].size(), 2u);
+}
+
+TEST(ConfigKeyPath, SplitsPutsAndFinds) {
+  EXPECT_EQ(split_key_path("a.bb.c"), (std::vector<std::string>{"a", "bb", "c"}));
+  EXPECT_EQ(split_key_path("single"), (std::vector<std::string>{"single"}));
+  YAML::Node root(YAML::NodeType::Map);
+  put_at_key_path(root, "train.optimizer.lr", YAML::Node(0.1));
+  put_at_key_path(root, "train.optimizer.momentum", YAML::Node(0.9));
+  put_at_key_path(root, "train.epochs", YAML::Node(3));
+  EXPECT_DOUBLE_EQ(root["train"]["optimizer"]["lr"].as<double>(), 0.1);
+  EXPECT_DOUBLE_EQ(find_at_key_path(root, "train.optimizer.momentum").as<double>(), 0.9);
+  EXPECT_EQ(find_at_key_path(root, "train.epochs").as<int>(), 3);
+  EXPECT_TRUE(find_at_key_path(root, "train.optimizer").IsMap());
+  EXPECT_FALSE(find_at_key_path(root, "train.missing"));
+  EXPECT_FALSE(find_at_key_path(root, "train.epochs.deeper"));  // 3 is not a mapping
+  // Looking up does not create the missing keys.
+  EXPECT_FALSE(root["train"]["missing"]);
+  EXPECT_EQ(root["train"].size(), 2u);
 }
