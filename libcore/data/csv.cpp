@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <fstream>
+#include <limits>
 #include <map>
 #include <sstream>
 
@@ -123,6 +124,10 @@ class CsvSource : public Source {
         double v;
         if (!parse_float(fields[c], &v))
           throw Error(cat(where, ": column '", header[c], "': '", fields[c], "' is not a number"));
+        // Features are stored as float32: a larger magnitude would silently become inf.
+        if (std::fabs(v) > double(std::numeric_limits<float>::max()))
+          throw Error(cat(where, ": column '", header[c], "': ", fields[c],
+                          " is outside the float32 range of features"));
         feats.push_back(float(v));
       }
       if (fields[size_t(label_col)].empty())

@@ -160,6 +160,9 @@ TEST(DataErrors, BadCsvFiles) {
   expect_failure(c, csv_args(f), 1, {f + ":3", "column 'b'", "'x4' is not a number"});
   std::ofstream(f) << "a,b,y\n1,2,cat\n3,,dog\n";
   expect_failure(c, csv_args(f), 1, {f + ":3", "column 'b'", "is not a number"});
+  // Found by fuzz_data_csv: finite as a double, but inf as the float32 feature it is stored as.
+  std::ofstream(f) << "a,b,y\n1,2,cat\n3,-1e300,dog\n";
+  expect_failure(c, csv_args(f), 1, {f + ":3", "column 'b'", "-1e300 is outside the float32 range"});
   std::ofstream(f) << "a,b,y\n1,2,cat\n3,4,dog\n";
   expect_failure(c, csv_args(f, "label"), 2, {"data.csv.label_column 'label'", f, "columns: a, b, y"});
   std::ofstream(f) << "a,b,y\n1,2,0\n3,4,2\n";
