@@ -18,13 +18,6 @@ namespace sieve::embed {
 
 namespace {
 
-// Every rank knows the failure; rank 0 reports it and the runner ends the job, the
-// others wait (so the message is printed once).
-[[noreturn]] void fail_together(const Comm& comm, const std::string& msg) {
-  if (!comm.is_root()) comm.barrier();
-  throw Error(msg);
-}
-
 double seconds_since(std::chrono::steady_clock::time_point t) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
 }
@@ -43,8 +36,8 @@ FeatureBlock read_features(const Comm& comm, const std::string& path) {
   b.F = int64_t(dx[1]);
   SIEVE_CHECK(dl[0] == dx[0], path, ": ", fl, " has ", dl[0], " rows but ", fx, " has ", dx[0]);
   SIEVE_CHECK(di[0] == dx[0], path, ": ", fi, " has ", di[0], " rows but ", fx, " has ", dx[0]);
-  SIEVE_CHECK(b.N >= 2 && b.F >= 1, path, ": ", fx, " must have at least 2 rows and 1 column, found [",
-              b.N, ",", b.F, "]");
+  SIEVE_CHECK(b.N >= 2 && b.F >= 1, path, ": ", fx,
+              " must have at least 2 rows and 1 column, found [", b.N, ",", b.F, "]");
   b.rows = block_range(b.N, comm.rank(), comm.size());
   b.x.resize(size_t(b.rows.size() * b.F));
   f.read_rows<float>(fx, hsize_t(b.rows.begin), hsize_t(b.rows.size()), b.x.data());
@@ -60,8 +53,9 @@ FeatureBlock read_features(const Comm& comm, const std::string& path) {
     }
   bad = comm.allreduce_min(bad);
   if (bad != std::numeric_limits<int64_t>::max())
-    fail_together(comm, cat(path, ": ", fx, " row ", bad, " (sample_id ", b.sample_id[bad],
-                            ") contains NaN or Inf"));
+    // Every rank knows (allreduce): all throw, the runner prints the line once.
+    throw CollectiveError(cat(path, ": ", fx, " row ", bad, " (sample_id ", b.sample_id[bad],
+                              ") contains NaN or Inf"));
   return b;
 }
 
@@ -102,15 +96,17 @@ void reduce_dims(const Comm& comm, const Config& cfg, const std::string& input,
   if (method == "tsne")
     for (const auto& [label, idx] : groups)
       if (double(idx.size()) - 1.0 < 3.0 * opt.perplexity)
-        throw Error(cat(input, ": perplexity ", opt.perplexity, " needs N-1 >= 3 x perplexity, i.e. at least ",
-                        int64_t(std::ceil(3.0 * opt.perplexity)) + 1, " points",
-                        per_class ? cat(" per class; class ", label, " has ") : std::string("; found "),
-                        idx.size(), " (lower embed.tsne.perplexity)"));
+        throw Error(cat(
+            input, ": perplexity ", opt.perplexity, " needs N-1 >= 3 x perplexity, i.e. at least ",
+            int64_t(std::ceil(3.0 * opt.perplexity)) + 1, " points",
+            per_class ? cat(" per class; class ", label, " has ") : std::string("; found "),
+            idx.size(), " (lower embed.tsne.perplexity)"));
 
   // ---- PCA (distributed fit, local projection, allgather of the projected rows) ----
   auto t_pca = std::chrono::steady_clock::now();
   const int64_t kreq = cfg.get_int("embed.pca.components");
-  PcaModel pca = pca_fit(comm, in.x.data(), in.rows.size(), in.F, kreq, cfg.get_bool("embed.pca.whiten"));
+  PcaModel pca =
+      pca_fit(comm, in.x.data(), in.rows.size(), in.F, kreq, cfg.get_bool("embed.pca.whiten"));
   const int64_t k = pca.components;
   SIEVE_CHECK(method != "pca" || k >= opt.dims, input, ": embed.method=pca needs at least ",
               opt.dims, " features, found ", in.F);
@@ -172,15 +168,15 @@ void reduce_dims(const Comm& comm, const Config& cfg, const std::string& input,
              " of ", N, " points)");
 
   // ---- output ----
-  std::string params =
-      method == "tsne"
-          ? cat("pca_components=", k, " whiten=", pca.whiten, " dims=", d, " perplexity=",
-                opt.perplexity, " iterations=", opt.iterations, " early_exaggeration=",
-                opt.exaggeration, " exaggeration_iterations=", opt.exaggeration_iterations,
-                " learning_rate=", opt.learning_rate, " repulsion=", rep_used, " theta=", opt.theta,
-                " init=", opt.pca_init ? "pca" : "random", " per_class=", per_class,
-                " ranks=", comm.size())
-          : cat("pca_components=", k, " whiten=", pca.whiten, " dims=", d);
+  std::string params = method == "tsne"
+                           ? cat("pca_components=", k, " whiten=", pca.whiten, " dims=", d,
+                                 " perplexity=", opt.perplexity, " iterations=", opt.iterations,
+                                 " early_exaggeration=", opt.exaggeration,
+                                 " exaggeration_iterations=", opt.exaggeration_iterations,
+                                 " learning_rate=", opt.learning_rate, " repulsion=", rep_used,
+                                 " theta=", opt.theta, " init=", opt.pca_init ? "pca" : "random",
+                                 " per_class=", per_class, " ranks=", comm.size())
+                           : cat("pca_components=", k, " whiten=", pca.whiten, " dims=", d);
   AtomicOutput out(output, overwrite, comm);
   if (comm.is_root()) {
     h5::File f = h5::File::create(out.tmp_path());
