@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "embed/knn.hpp"
+#include "embed/parallel.hpp"
 #include "util/error.hpp"
 
 namespace sieve::embed {
@@ -47,7 +48,7 @@ SparseRows build_affinities(const Comm& comm, const float* X, int64_t N, int64_t
   knn_exact(X, N, D, k, own.begin, own.end, idx.data(), d2.data());
   // Conditional rows of this rank, in float for the exchange ([nown,k]).
   std::vector<float> pc(size_t(nown * k));
-#pragma omp parallel
+#pragma omp parallel if (N >= kMinPointsForThreads)
   {
     std::vector<double> p(static_cast<size_t>(k));
 #pragma omp for schedule(static)
@@ -86,7 +87,7 @@ SparseRows build_affinities(const Comm& comm, const float* X, int64_t N, int64_t
   const double scale = 1.0 / (2.0 * double(N));
   S.ptr.assign(size_t(nown) + 1, 0);
   std::vector<int64_t> rowlen(size_t(nown), 0);
-#pragma omp parallel for schedule(dynamic, 64)
+#pragma omp parallel for schedule(dynamic, 64) if (N >= kMinPointsForThreads)
   for (int64_t r = 0; r < nown; ++r) {
     auto b = tmp.begin() + count[r], e = tmp.begin() + count[r + 1];
     std::sort(b, e, [](const auto& a, const auto& c) { return a.first < c.first; });

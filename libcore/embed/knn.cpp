@@ -7,6 +7,7 @@
 #include <utility>
 #include <vector>
 
+#include "embed/parallel.hpp"
 #include "util/error.hpp"
 #include "util/threads.hpp"
 
@@ -61,7 +62,7 @@ void knn_sweep(const float* X, int64_t N, int64_t D, int64_t k, const int64_t* q
   });
   std::vector<int64_t> pos(static_cast<size_t>(N));
   for (int64_t p = 0; p < N; ++p) pos[order[p]] = p;
-#pragma omp parallel
+#pragma omp parallel if (N >= kMinPointsForThreads)
   {
     TopK top;
 #pragma omp for schedule(dynamic, 64)
@@ -119,7 +120,7 @@ void knn_exact(const float* X, int64_t N, int64_t D, int64_t k, int64_t q0, int6
   const int64_t nq = q1 - q0;
   const int64_t nblocks = (nq + QB - 1) / QB;
   ScopedSerialBlas serial_blas;
-#pragma omp parallel
+#pragma omp parallel if (N >= kMinPointsForThreads)
   {
     std::vector<TopK> tops(static_cast<size_t>(QB));
     std::vector<float> dots(static_cast<size_t>(QB * RB));  // [QB,RB] -2 x_i.x_j

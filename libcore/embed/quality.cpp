@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "embed/knn.hpp"
+#include "embed/parallel.hpp"
 #include "util/error.hpp"
 
 namespace sieve::embed {
@@ -78,7 +79,7 @@ Quality embedding_quality(const Comm& comm, const float* X, int64_t N, int64_t D
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, int(bq), int(N), int(D), -2.0f, qx.data(),
                 int(D), X, int(D), 0.0f, dots.data(), int(N));
     std::vector<double> pen(size_t(bq), 0.0);
-#pragma omp parallel for schedule(dynamic, 1)
+#pragma omp parallel for schedule(dynamic, 1) if (N >= kMinPointsForThreads)
     for (int64_t t = 0; t < bq; ++t) {
       const int64_t i = ids[t];
       float* din = dots.data() + t * N;  // becomes squared input distances

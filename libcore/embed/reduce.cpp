@@ -120,28 +120,58 @@ void reduce_dims(const Comm& comm, const Config& cfg, const std::string& input,
              "% of the variance) in ", log::format_duration(seconds_since(t_pca)));
 
   // ---- embedding ----
+  // Per-class runs with at least as many classes as ranks are spread over the ranks whole
+  // (largest class first, to the least-loaded rank), each embedded on its rank alone: no
+  // per-iteration allgather, and the result of a class does not depend on the rank count.
+  // Otherwise each group is embedded by all ranks together (rows split across them).
   const int d = opt.dims;
-  std::vector<double> Y(size_t(N * d));
-  double kl_weighted = 0.0, pres = 0.0, trust = 0.0;
-  int64_t trust_points = 0;
+  const int G = int(groups.size());
+  const bool class_parallel = G > 1 && comm.size() > 1 && G >= comm.size();
+  std::vector<int> owner(static_cast<size_t>(G), -1);  // rank embedding group g (-1: all)
+  if (class_parallel) {
+    std::vector<int> order(static_cast<size_t>(G));
+    std::vector<int64_t> size_of;
+    for (const auto& [label, idx] : groups) size_of.push_back(int64_t(idx.size()));
+    for (int g = 0; g < G; ++g) order[g] = g;
+    std::stable_sort(order.begin(), order.end(),
+                     [&](int a, int b) { return size_of[a] > size_of[b]; });
+    std::vector<int64_t> load(static_cast<size_t>(comm.size()), 0);
+    for (int g : order) {
+      int r = int(std::min_element(load.begin(), load.end()) - load.begin());
+      owner[g] = r;
+      load[r] += size_of[g];
+    }
+  }
+  const Comm self(MPI_COMM_SELF);
+  std::vector<double> Y(size_t(N * d), 0.0);
+  // Per group: KL, 10-NN preservation, trustworthiness, its points, seconds (summed over
+  // ranks afterwards: each entry is filled by one rank only, or identically by all).
+  constexpr int kStats = 5;
+  std::vector<double> stats(static_cast<size_t>(G * kStats), 0.0);
   const int64_t max_trust = cfg.get_int("embed.quality.trustworthiness_points");
   std::string rep_used = "none";
+  int g = -1;
   for (const auto& [label, idx] : groups) {
+    ++g;
+    const bool mine = owner[g] < 0 || owner[g] == comm.rank();
     const int64_t n = int64_t(idx.size());
+    if (method == "tsne")
+      rep_used =
+          repulsion_name(rep_name == "auto" ? (d == 2 && n >= 2000 ? RepulsionMethod::Fft
+                                                                   : RepulsionMethod::BarnesHut)
+                                            : parse_repulsion(rep_name));
+    if (!mine) continue;
+    const Comm& gcomm = owner[g] < 0 ? comm : self;
     std::vector<float> Xg(size_t(n * k));
     for (int64_t t = 0; t < n; ++t)
       std::copy(Xp.begin() + idx[t] * k, Xp.begin() + (idx[t] + 1) * k, Xg.begin() + t * k);
     std::vector<double> Yg(size_t(n * d));
     TsneResult tr;
     if (method == "tsne") {
-      opt.repulsion = rep_name == "auto" ? (d == 2 && n >= 2000 ? RepulsionMethod::Fft
-                                                                : RepulsionMethod::BarnesHut)
-                                         : parse_repulsion(rep_name);
-      rep_used = repulsion_name(opt.repulsion);
-      opt.label = groups.size() > 1 ? cat("t-SNE class ", label) : std::string("t-SNE");
-      tr = tsne(comm, Xg.data(), n, k, opt);
+      opt.repulsion = parse_repulsion(rep_used);
+      opt.label = G > 1 ? cat("t-SNE class ", label) : std::string("t-SNE");
+      tr = tsne(gcomm, Xg.data(), n, k, opt);
       Yg = tr.Y;
-      kl_weighted += tr.kl * double(n);
       log::infof(opt.label, ": ", n, " points, ", rep_used, " repulsion, KL ", tr.kl, " in ",
                  log::format_duration(tr.seconds), " (k-NN + P ",
                  log::format_duration(tr.seconds_affinity), ", attraction ",
@@ -153,13 +183,38 @@ void reduce_dims(const Comm& comm, const Config& cfg, const std::string& input,
         for (int c = 0; c < d; ++c) Yg[t * d + c] = Xg[t * k + c];
     }
     int64_t mt = std::max<int64_t>(1, max_trust * n / N);
-    Quality q = embedding_quality(comm, Xg.data(), n, k, Yg.data(), d, mt, 10,
+    Quality q = embedding_quality(gcomm, Xg.data(), n, k, Yg.data(), d, mt, 10,
                                   method == "tsne" ? &tr.knn : nullptr, tr.knn_k);
-    pres += q.knn_preservation * double(n);
-    trust += q.trustworthiness * double(n);
-    trust_points += q.trust_points;
-    for (int64_t t = 0; t < n; ++t)
-      for (int c = 0; c < d; ++c) Y[idx[t] * d + c] = Yg[t * d + c];
+    // A group embedded by all ranks is recorded by rank 0 only (the sums below add it once).
+    if (owner[g] >= 0 || comm.is_root()) {
+      double* st = stats.data() + g * kStats;
+      st[0] = tr.kl;
+      st[1] = q.knn_preservation;
+      st[2] = q.trustworthiness;
+      st[3] = double(q.trust_points);
+      st[4] = tr.seconds;
+      for (int64_t t = 0; t < n; ++t)
+        for (int c = 0; c < d; ++c) Y[idx[t] * d + c] = Yg[t * d + c];
+    }
+  }
+  // Every entry of Y and stats was written by exactly one rank (zeros elsewhere): the sums
+  // assemble them exactly.
+  comm.allreduce_sum(Y.data(), Y.size());
+  comm.allreduce_sum(stats.data(), stats.size());
+  double kl_weighted = 0.0, pres = 0.0, trust = 0.0;
+  int64_t trust_points = 0;
+  g = -1;
+  for (const auto& [label, idx] : groups) {
+    ++g;
+    const double n = double(idx.size());
+    const double* st = stats.data() + g * kStats;
+    kl_weighted += st[0] * n;
+    pres += st[1] * n;
+    trust += st[2] * n;
+    trust_points += int64_t(st[3]);
+    if (class_parallel && owner[g] != 0)  // rank 0 printed its own classes as they ended
+      log::infof("t-SNE class ", label, ": ", int64_t(n), " points on rank ", owner[g], ", KL ",
+                 st[0], " in ", log::format_duration(st[4]));
   }
   pres /= double(N);
   trust /= double(N);

@@ -39,7 +39,7 @@ double Repulsion::compute(const Comm& comm, const double* Y, int64_t N, Range ow
 double Repulsion::exact(const double* Y, int64_t N, Range own, double* rep) const {
   const int d = dims_;
   std::vector<double> zrow(size_t(own.size()));
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (N >= 512)  // O(N^2): worth threads early
   for (int64_t i = own.begin; i < own.end; ++i) {
     double f[3] = {0, 0, 0}, z = 0.0;
     for (int64_t j = 0; j < N; ++j) {
@@ -149,7 +149,7 @@ double Repulsion::barnes_hut(const double* Y, int64_t N, Range own, double* rep)
   const double theta2 = theta_ * theta_;
   const int nc = 1 << d;
   std::vector<double> zrow(size_t(own.size()));
-#pragma omp parallel
+#pragma omp parallel if (N >= kMinPointsForThreads)
   {
     std::vector<int64_t> stack;
 #pragma omp for schedule(dynamic, 64)

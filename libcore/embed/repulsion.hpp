@@ -36,6 +36,7 @@
 #include <vector>
 
 #include "comm/comm.hpp"
+#include "embed/parallel.hpp"
 
 namespace sieve::embed {
 

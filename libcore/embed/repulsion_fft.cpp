@@ -151,7 +151,7 @@ double Repulsion::fft(const double* Y, int64_t N, Range own, double* rep) {
   // Per point (all N: every rank spreads all): first node index and 3 weights per dimension.
   base_.resize(size_t(2 * N));
   wts_.resize(size_t(6 * N));
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (N >= kMinPointsForThreads)
   for (int64_t i = 0; i < N; ++i) {
     for (int c = 0; c < 2; ++c) {
       double u = (Y[i * 2 + c] - lo) / h;  // in node units, [0, M)
@@ -189,7 +189,7 @@ double Repulsion::fft(const double* Y, int64_t N, Range own, double* rep) {
 
   // Interpolate back: phi_0 at every point (Z), the force potentials at the owned ones.
   zrow_.resize(size_t(N));
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (N >= kMinPointsForThreads)
   for (int64_t i = 0; i < N; ++i) {
     const double* wx = &wts_[6 * i];
     const double* wy = &wts_[6 * i + 3];

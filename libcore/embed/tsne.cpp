@@ -66,7 +66,7 @@ template <int d>
 void attract(const float* Yf, int64_t row0, int64_t n, const int64_t* ptr, const int32_t* col,
              const float* pval, double* attr) {
   static_assert(d == 2 || d == 3);
-#pragma omp parallel for schedule(dynamic, 256)
+#pragma omp parallel for schedule(dynamic, 256) if (n >= kMinPointsForThreads)
   for (int64_t r = 0; r < n; ++r) {
     const float* yi = Yf + (row0 + r) * d;
     const float x0 = yi[0], x1 = yi[1], x2 = d == 3 ? yi[2] : 0.f;
@@ -92,7 +92,7 @@ void attract(const float* Yf, int64_t row0, int64_t n, const int64_t* ptr, const
 double attract_logw(const double* Y, int d, int64_t row0, int64_t n, const int64_t* ptr,
                     const int32_t* col, const double* pval, std::vector<double>& row_sums) {
   row_sums.resize(static_cast<size_t>(n));
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (n >= kMinPointsForThreads)
   for (int64_t r = 0; r < n; ++r) {
     const double* yi = Y + (row0 + r) * d;
     double lw = 0.0;
@@ -182,7 +182,7 @@ TsneResult tsne(const Comm& comm, const float* X, int64_t N, int64_t D, const Ts
     }
     auto t_upd = Clock::now();
     // Gradient step with momentum and gains on the owned rows.
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (n >= kMinPointsForThreads)
     for (int64_t t = 0; t < n * d; ++t) {
       const double grad = 4.0 * (exag * attr[t] - rep[t] / z);
       double& g = gains[t];

@@ -53,4 +53,14 @@ int run_command(const std::string& cmd, std::string* output) {
   return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
+std::string clean_mpi_env() {
+  return "for v in $(env | grep -oE '^(PMIX_[A-Za-z0-9_]*|OMPI_MCA_ess|OMPI_MCA_pmix|"
+         "OMPI_MCA_orte_[A-Za-z0-9_]*|ORTE_[A-Za-z0-9_]*|OMPI_APP_CTX_NUM_PROCS|OMPI_COMMAND)='); "
+         "do unset ${v%=}; done; ";
+}
+
+std::string mpirun_prefix(int ranks) {
+  return clean_mpi_env() + "mpirun --oversubscribe -n " + std::to_string(ranks) + " ";
+}
+
 }  // namespace sieve::test

@@ -13,5 +13,10 @@ std::string shared_data(const std::string& file);
 std::string tool_path(const std::string& tool);
 // Run a shell command; returns its exit status (WEXITSTATUS) and captures stdout+stderr.
 int run_command(const std::string& cmd, std::string* output = nullptr);
+// Shell prefix for an mpirun inside a test: the test binary is an MPI singleton whose
+// PMIx/ORTE environment would make a nested mpirun fail silently, so it is dropped first.
+std::string clean_mpi_env();
+// clean_mpi_env() + "mpirun --oversubscribe -n <ranks> " (for tools run with <ranks> ranks).
+std::string mpirun_prefix(int ranks);
 
 }  // namespace sieve::test

@@ -154,18 +154,10 @@ inline IdxSet make_idx(const std::string& dir, int n_train, int n_test, int rows
   return s;
 }
 
-// mpirun inside a test: the test binary is an MPI singleton whose PMIx/ORTE environment
-// would make a nested mpirun fail silently; drop those variables first.
-inline std::string clean_mpi_env() {
-  return "for v in $(env | grep -oE '^(PMIX_[A-Za-z0-9_]*|OMPI_MCA_ess|OMPI_MCA_pmix|"
-         "OMPI_MCA_orte_[A-Za-z0-9_]*|ORTE_[A-Za-z0-9_]*|OMPI_APP_CTX_NUM_PROCS|OMPI_COMMAND)='); "
-         "do unset ${v%=}; done; ";
-}
-
 // Run shard_dataset with `args` (ranks 0: directly, as a singleton; else under mpirun -n).
 inline int shard(const std::string& args, std::string* out = nullptr, int ranks = 0) {
   std::string tool = tool_path("shard_dataset");
-  std::string cmd = ranks > 0 ? clean_mpi_env() + "mpirun --oversubscribe -n " + std::to_string(ranks) + " " + tool + " " + args
+  std::string cmd = ranks > 0 ? mpirun_prefix(ranks) + tool + " " + args
                               : tool + " " + args;
   return run_command(cmd, out);
 }

@@ -94,6 +94,34 @@ TEST(EmbedTool, WritesACompleteEmbeddingFile) {
   EXPECT_EQ(run(in, dir + "/pca.h5", "--set embed.method=pca", &log), 0) << log;
 }
 
+// Per-class t-SNE with at least as many classes as ranks embeds each class whole on one
+// rank: the embedding is then the same for any rank count (and the same as one rank's).
+TEST(EmbedTool, PerClassEmbeddingIsTheSameOn1To3Ranks) {
+  std::string dir = test::scratch_dir("embed_tool_ranks");
+  std::string in = write_features(dir, "features", Spec{});
+  std::vector<float> first;
+  for (int np : {1, 2, 3}) {
+    std::string out = dir + "/np" + std::to_string(np) + ".h5", log;
+    int rc = test::run_command(test::mpirun_prefix(np) + test::tool_path("reduce_dims") +
+                                   " --input " + in + " --output " + out + kFast +
+                                   " --set embed.tsne.per_class=true",
+                               &log);
+    ASSERT_EQ(rc, 0) << np << " ranks: " << log;
+    h5::File f = h5::File::open(out);
+    std::vector<float> y = f.read_all<float>("/embedding");
+    ASSERT_EQ(y.size(), 240u * 2);
+    EXPECT_GT(f.attr_double("/", "knn_preservation"), 0.3) << np << " ranks";
+    if (np == 1) {
+      first = y;
+      continue;
+    }
+    EXPECT_EQ(y, first) << np << " ranks differ from 1 rank";
+    if (np == 3) {  // classes 1 and 2 ran on ranks other than 0: their summaries are printed
+      EXPECT_NE(log.find("on rank 2"), std::string::npos) << log;
+    }
+  }
+}
+
 TEST(EmbedTool, BadInputsGiveOneLineErrorsAndNoOutput) {
   std::string dir = test::scratch_dir("embed_tool_bad");
   struct Case {
