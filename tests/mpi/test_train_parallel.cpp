@@ -30,7 +30,9 @@ TEST(TrainParallel, BucketReducerSumsEveryCoveredElement) {
     red.ready(it->first + it->second / 2, it->second - it->second / 2);
     red.ready(it->first, it->second / 2);
   }
-  if (world.size() > 1) EXPECT_GE(red.started_early(), 4);  // all but none started by hooks
+  if (world.size() > 1) {
+    EXPECT_GE(red.started_early(), 4);  // all but none started by hooks
+  }
   red.finish();
   const int R = world.size();
   for (auto [o, c] : cov)

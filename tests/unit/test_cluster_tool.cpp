@@ -199,7 +199,9 @@ TEST(ClusterFilterTool, AutoEpsGmmKmeansAndFeatureInput) {
     EXPECT_NEAR(double(removed) / keep.size(), 0.05, 0.01) << m;  // filter.outlier_quantile
     // Background points are the least likely / farthest: most flags hit them.
     EXPECT_GT(f.attr_double("/", "noise_precision"), 0.8) << m;
-    if (m == "gmm") EXPECT_TRUE(std::isfinite(f.attr_double("/", "log_likelihood")));
+    if (m == "gmm") {
+      EXPECT_TRUE(std::isfinite(f.attr_double("/", "log_likelihood")));
+    }
   }
   // A features file: 5-D float dataset named by flag.
   std::vector<float> x5;

@@ -93,7 +93,9 @@ TEST(EmbedAffinity, CalibrationHitsPerplexityAndPIsSymmetric) {
     for (int64_t e = P.ptr[i]; e < P.ptr[i + 1]; ++e) {
       dense[i * N + P.col[e]] = P.val[e];
       total += P.val[e];
-      if (e > P.ptr[i]) EXPECT_LT(P.col[e - 1], P.col[e]);
+      if (e > P.ptr[i]) {
+        EXPECT_LT(P.col[e - 1], P.col[e]);
+      }
     }
   EXPECT_NEAR(total, 1.0, 1e-6);
   for (int64_t i = 0; i < N; ++i)
@@ -180,9 +182,10 @@ TEST_P(EmbedTsneMethods, SeparatesClustersAndKlDecreases) {
   ASSERT_GE(r.kl_history.size(), 10u);
   EXPECT_LT(r.kl_history.back().second, 0.5 * r.kl_history.front().second);
   for (size_t t = 1; t < r.kl_history.size(); ++t)
-    if (r.kl_history[t - 1].first > opt.exaggeration_iterations + 25)
+    if (r.kl_history[t - 1].first > opt.exaggeration_iterations + 25) {
       EXPECT_LE(r.kl_history[t].second, r.kl_history[t - 1].second + 1e-3)
           << "iteration " << r.kl_history[t].first;
+    }
   EXPECT_NEAR(r.kl, r.kl_history.back().second, 1e-12);
 }
 
