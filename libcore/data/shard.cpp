@@ -31,7 +31,6 @@ std::string join_doubles(const std::vector<double>& v, int max_items = 8) {
 }  // namespace
 
 void run_shard_dataset(ToolContext& ctx) {
-  set_wait_for_abort(true);
   const Comm& comm = ctx.comm;
   std::string input = ctx.flag("input");
   if (!input.empty()) ctx.cfg.set("data.path", YAML::Node(input), "--input");

@@ -1,20 +1,12 @@
 #include "data/source.hpp"
 
-#include <chrono>
 #include <climits>
-#include <thread>
 
 #include "data/rng.hpp"
 #include "data/synthetic.hpp"
 #include "util/error.hpp"
 
 namespace sieve::data {
-
-namespace {
-bool g_wait_for_abort = false;
-}
-
-void set_wait_for_abort(bool on) { g_wait_for_abort = on; }
 
 void agree(const Comm& comm, const std::string& error, int code) {
   int mine = error.empty() ? INT_MAX : comm.rank();
@@ -24,11 +16,7 @@ void agree(const Comm& comm, const std::string& error, int code) {
   comm.bcast_string(msg, first);
   comm.bcast(&code, 1, first);
   if (code == 2) throw UsageError(msg);  // the tool runner prints these on rank 0 only
-  if (g_wait_for_abort && comm.size() > 1 && !comm.is_root()) {
-    // Rank 0 prints the message and ends the job; wait for that (but not forever).
-    for (int i = 0; i < 1200; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
-  throw Error(msg, code);
+  throw CollectiveError(msg, code);      // every rank throws it; the runner prints it once
 }
 
 namespace {
@@ -93,15 +81,16 @@ std::unique_ptr<Source> open_source(const Config& cfg, const std::string& input,
       throw UsageError(cat("data.synthetic.label_noise + data.synthetic.outliers = ",
                            spec.label_noise + spec.outliers, ": must not exceed 1"));
     if (!names.empty() && int64_t(names.size()) != spec.classes)
-      throw UsageError(cat("data.class_names has ", names.size(), " names but data.synthetic.classes is ",
-                           spec.classes));
+      throw UsageError(cat("data.class_names has ", names.size(),
+                           " names but data.synthetic.classes is ", spec.classes));
     auto src = std::make_unique<SyntheticSource>(spec, names);
     return src;
   }
   if (path.empty())
     throw UsageError(cat("data.path is empty: data.source '", kind,
                          "' needs an input (set data.path or pass --input)"));
-  if (kind == "cifar10" || kind == "cifar100") return open_cifar(path, kind == "cifar100", names, comm);
+  if (kind == "cifar10" || kind == "cifar100")
+    return open_cifar(path, kind == "cifar100", names, comm);
   if (kind == "mnist") return open_idx(path, names, comm);
   if (kind == "csv")
     return open_csv(path, cfg.get_string("data.csv.label_column"),

@@ -76,13 +76,10 @@ std::unique_ptr<Source> open_csv(const std::string& path, const std::string& lab
 uint64_t data_seed(const Config& cfg);
 
 // Collective error agreement. Every rank passes its own error ("" = fine); when any rank
-// failed, the message of the lowest failing rank is raised: rank 0 throws it (the tool
-// runner prints one line and ends the job), the other ranks wait to be ended with it, so
-// the user sees one message, not one per rank. `code` 2 raises a UsageError.
+// failed, every rank throws the message of the lowest failing rank: a CollectiveError
+// (the tool runner prints it once and all ranks exit cleanly), or a UsageError for
+// `code` 2. The user sees one message, not one per rank.
 void agree(const Comm& comm, const std::string& error, int code = 1);
-// Tools set this: non-root ranks then wait for rank 0 to end the job instead of printing
-// the same runtime error again (library callers and tests keep the default: all throw).
-void set_wait_for_abort(bool on);
 // Run `fn` on rank 0 only and agree on its outcome (Error caught and raised collectively).
 template <typename Fn>
 void on_root_checked(const Comm& comm, Fn&& fn) {
