@@ -71,6 +71,35 @@ TEST(EmbedKnn, MatchesBruteForce) {
   }
 }
 
+// Several reference blocks (1024 rows each), query blocks that end mid-way, a query range
+// that does not start at 0, and exact ties (duplicated rows): the k nearest by (distance,
+// index), as a brute-force search over all rows finds them.
+TEST(EmbedKnn, MatchesBruteForceAcrossBlocksAndTies) {
+  const int64_t N = 2600, D = 9, k = 30;
+  std::mt19937_64 rng(11);
+  std::uniform_int_distribution<int> u(0, 3);  // a small lattice: many exactly equal distances
+  std::vector<float> X(size_t(N * D));
+  for (auto& v : X) v = float(u(rng));
+  const int64_t q0 = 1000, q1 = 2190;
+  std::vector<int32_t> idx(size_t((q1 - q0) * k));
+  std::vector<float> d2(idx.size());
+  knn_exact(X.data(), N, D, k, q0, q1, idx.data(), d2.data());
+  for (int64_t i = q0; i < q1; i += 23) {
+    std::vector<std::pair<float, int>> all;
+    for (int64_t j = 0; j < N; ++j) {
+      if (j == i) continue;
+      float s = 0;
+      for (int64_t c = 0; c < D; ++c) s += (X[i * D + c] - X[j * D + c]) * (X[i * D + c] - X[j * D + c]);
+      all.emplace_back(s, int(j));
+    }
+    std::sort(all.begin(), all.end());
+    for (int64_t t = 0; t < k; ++t) {
+      EXPECT_EQ(idx[(i - q0) * k + t], all[t].second) << "i=" << i << " t=" << t;
+      EXPECT_EQ(d2[(i - q0) * k + t], all[t].first) << "i=" << i << " t=" << t;
+    }
+  }
+}
+
 TEST(EmbedAffinity, CalibrationHitsPerplexityAndPIsSymmetric) {
   std::vector<float> d2 = {0.1f, 0.5f, 0.7f, 1.0f, 1.3f, 2.0f, 2.2f, 3.5f, 4.0f, 6.0f};
   std::vector<double> p(d2.size());
