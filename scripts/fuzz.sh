@@ -20,6 +20,8 @@ if [ ${#targets[@]} -eq 0 ]; then
 fi
 cmake --build "$build" -j"$(nproc)" --target "${targets[@]}"
 mkdir -p "$build/crashes"
+# UBSan findings end the run as a crash (the fuzz build itself leaves them non-fatal).
+export UBSAN_OPTIONS="${UBSAN_OPTIONS:-halt_on_error=1:print_stacktrace=1}"
 failed=0
 for t in "${targets[@]}"; do
   name="${t#fuzz_*_}"
