@@ -1,5 +1,6 @@
 // FIt-SNE interpolation for the 2-D repulsive forces (see repulsion.hpp for the method).
 #include <fftw3.h>
+#include <omp.h>
 
 #include <algorithm>
 #include <cmath>
@@ -12,8 +13,8 @@
 namespace sieve::embed {
 
 namespace {
-constexpr int kNodes = 3;             // Lagrange nodes per box and dimension
-constexpr int kMinBoxes = 50;         // boxes per dimension, at least
+constexpr int kNodes = 3;              // Lagrange nodes per box and dimension
+constexpr int kMinBoxes = 50;          // boxes per dimension, at least
 constexpr double kBoxesPerUnit = 1.0;  // about one box per unit of embedding length
 
 // Smallest n >= target whose only prime factors are 2, 3, 5 (fast FFT sizes).
@@ -29,86 +30,103 @@ int nice_size(int target) {
 // Lagrange basis on the nodes 0.5, 1.5, 2.5 (box-local units of the node spacing).
 inline void lagrange3(double u, double w[3]) {
   const double a = u - 0.5, b = u - 1.5, c = u - 2.5;
-  w[0] = b * c / 2.0;   // (0.5-1.5)(0.5-2.5) = 2
-  w[1] = -a * c;        // (1.5-0.5)(1.5-2.5) = -1
-  w[2] = a * b / 2.0;   // (2.5-0.5)(2.5-1.5) = 2
+  w[0] = b * c / 2.0;  // (0.5-1.5)(0.5-2.5) = 2
+  w[1] = -a * c;       // (1.5-0.5)(1.5-2.5) = -1
+  w[2] = a * b / 2.0;  // (2.5-0.5)(2.5-1.5) = 2
 }
 }  // namespace
 
 // Plans and buffers for one grid: M = 3 n_b nodes per dimension, FFT size L = 2M. All
-// buffers live as long as the grid (no allocation per iteration).
+// buffers live as long as the grid (no allocation per iteration). The two kernel spectra,
+// the three charge spectra and the four convolutions are independent transforms: they run
+// as tasks on the OpenMP threads, each thread with its own scratch planes (FFTW's
+// new-array execute functions are thread-safe; results do not depend on which thread).
 struct Repulsion::FftGrid {
   int boxes, M, L, C;  // C = L/2 + 1 = M + 1 complex columns
-  float* real = nullptr;     // [L][L] padded node grid (input of r2c, output of c2r)
-  float* even = nullptr;     // [M+1][M+1] kernel at non-negative offsets (DCT-I input)
+  struct Scratch {
+    float* real = nullptr;          // [L][L] padded node grid (input of r2c, output of c2r)
+    float* even = nullptr;          // [M+1][M+1] kernel at non-negative offsets (DCT-I input)
+    fftwf_complex* prod = nullptr;  // [L][C] spectrum product, destroyed by c2r
+  };
+  std::vector<Scratch> scratch;          // one per OpenMP thread
   float* kspec[2] = {nullptr, nullptr};  // [M+1][M+1] real spectra of K1, K2 (DCT-I output)
   fftwf_complex* q[3] = {nullptr, nullptr, nullptr};  // [L][C] spectra of the charges
-  fftwf_complex* prod = nullptr;                      // [L][C] product, destroyed by c2r
   fftwf_plan fwd_rows = nullptr, fwd_cols = nullptr, inv_cols = nullptr, inv_rows = nullptr;
   fftwf_plan dct = nullptr;
   std::vector<double> charges;  // [3][M][M] charges 1, y_x, y_y; row = y-node
   std::vector<float> pot;       // [4][M][M] potentials K1*q0, K2*q0, K2*qx, K2*qy
 
-  explicit FftGrid(int nb) : boxes(nb), M(kNodes * nb), L(2 * M), C(M + 1) {
+  FftGrid(int nb, int threads) : boxes(nb), M(kNodes * nb), L(2 * M), C(M + 1) {
     const size_t nr = size_t(L) * L, nc = size_t(L) * C, ne = size_t(M + 1) * (M + 1);
-    real = fftwf_alloc_real(nr);
-    even = fftwf_alloc_real(ne);
-    for (auto& k : kspec) k = fftwf_alloc_real(ne);
-    for (auto& p : q) p = fftwf_alloc_complex(nc);
-    prod = fftwf_alloc_complex(nc);
-    SIEVE_CHECK(real && even && kspec[0] && kspec[1] && q[0] && q[1] && q[2] && prod,
-                "t-SNE FFT: out of memory for a ", L, "x", L, " grid");
+    scratch.resize(size_t(std::max(1, threads)));
+    bool ok = true;
+    for (auto& t : scratch) {
+      t.real = fftwf_alloc_real(nr);
+      t.even = fftwf_alloc_real(ne);
+      t.prod = fftwf_alloc_complex(nc);
+      ok = ok && t.real && t.even && t.prod;
+    }
+    for (auto& k : kspec) ok = ok && (k = fftwf_alloc_real(ne));
+    for (auto& p : q) ok = ok && (p = fftwf_alloc_complex(nc));
+    SIEVE_CHECK(ok, "t-SNE FFT: out of memory for a ", L, "x", L, " grid");
     // The 2-D transforms are split into their 1-D passes so that the zero rows of the
     // padding are skipped: the charges fill rows [0, M) only, and only rows [0, M) of the
     // convolution are used. Rows: r2c / c2r over M rows; columns: c2c over all C columns.
-    fwd_rows = fftwf_plan_many_dft_r2c(1, &L, M, real, nullptr, 1, L, q[0], nullptr, 1, C,
+    // Planned on thread 0's buffers, executed on any thread's (same sizes and alignment).
+    Scratch& s0 = scratch[0];
+    fwd_rows = fftwf_plan_many_dft_r2c(1, &L, M, s0.real, nullptr, 1, L, q[0], nullptr, 1, C,
                                        FFTW_ESTIMATE);
-    fwd_cols = fftwf_plan_many_dft(1, &L, C, q[0], nullptr, C, 1, q[0], nullptr, C, 1,
-                                   FFTW_FORWARD, FFTW_ESTIMATE);
-    inv_cols = fftwf_plan_many_dft(1, &L, C, prod, nullptr, C, 1, prod, nullptr, C, 1,
+    fwd_cols = fftwf_plan_many_dft(1, &L, C, q[0], nullptr, C, 1, q[0], nullptr, C, 1, FFTW_FORWARD,
+                                   FFTW_ESTIMATE);
+    inv_cols = fftwf_plan_many_dft(1, &L, C, s0.prod, nullptr, C, 1, s0.prod, nullptr, C, 1,
                                    FFTW_BACKWARD, FFTW_ESTIMATE);
-    inv_rows = fftwf_plan_many_dft_c2r(1, &L, M, prod, nullptr, 1, C, real, nullptr, 1, L,
+    inv_rows = fftwf_plan_many_dft_c2r(1, &L, M, s0.prod, nullptr, 1, C, s0.real, nullptr, 1, L,
                                        FFTW_ESTIMATE);
-    dct = fftwf_plan_r2r_2d(M + 1, M + 1, even, kspec[0], FFTW_REDFT00, FFTW_REDFT00,
+    dct = fftwf_plan_r2r_2d(M + 1, M + 1, s0.even, kspec[0], FFTW_REDFT00, FFTW_REDFT00,
                             FFTW_ESTIMATE);
-    SIEVE_CHECK(fwd_rows && fwd_cols && inv_cols && inv_rows && dct, "t-SNE FFT: cannot create FFTW plans for ", L, "x", L);
+    SIEVE_CHECK(fwd_rows && fwd_cols && inv_cols && inv_rows && dct,
+                "t-SNE FFT: cannot create FFTW plans for ", L, "x", L);
     charges.resize(size_t(3) * M * M);
     pot.resize(size_t(4) * M * M);
   }
   ~FftGrid() {
     for (auto p : {fwd_rows, fwd_cols, inv_cols, inv_rows, dct}) fftwf_destroy_plan(p);
-    for (auto* p : {real, even, kspec[0], kspec[1]}) fftwf_free(p);
-    for (auto* p : {q[0], q[1], q[2], prod}) fftwf_free(p);
+    for (auto& t : scratch) {
+      fftwf_free(t.real);
+      fftwf_free(t.even);
+      fftwf_free(t.prod);
+    }
+    for (auto* p : kspec) fftwf_free(p);
+    for (auto* p : q) fftwf_free(p);
   }
-  // Spectra of the circulant kernels K1 = 1/(1+r^2), K2 = K1^2 at node offsets (da, db) h,
+  // Spectrum of circulant kernel s (K1 = 1/(1+r^2), K2 = K1^2) at node offsets (da, db) h,
   // |da|, |db| <= M. The circulant is even (K[a] = K[L-a]), so its DFT is real and equals
   // the DCT-I of the M+1 non-negative offsets: DFT index k maps to min(k, L-k).
-  void kernel_spectra(double h) {
-    for (int s = 0; s < 2; ++s) {
-      for (int a = 0; a <= M; ++a)
-        for (int b = 0; b <= M; ++b) {
-          const double k = 1.0 / (1.0 + (double(a) * a + double(b) * b) * h * h);
-          even[size_t(a) * (M + 1) + b] = float(s == 0 ? k : k * k);
-        }
-      fftwf_execute_r2r(dct, even, kspec[s]);
-    }
+  void kernel_spectrum(int s, double h, Scratch& w) {
+    for (int a = 0; a <= M; ++a)
+      for (int b = 0; b <= M; ++b) {
+        const double k = 1.0 / (1.0 + (double(a) * a + double(b) * b) * h * h);
+        w.even[size_t(a) * (M + 1) + b] = float(s == 0 ? k : k * k);
+      }
+    fftwf_execute_r2r(dct, w.even, kspec[s]);
   }
   // q[c] = r2c of charge plane c zero-padded to [L][L].
-  void charge_spectrum(int c) {
+  void charge_spectrum(int c, Scratch& w) {
     const double* src = charges.data() + size_t(c) * M * M;
     for (int a = 0; a < M; ++a) {
-      float* row = real + size_t(a) * L;
+      float* row = w.real + size_t(a) * L;
       for (int b = 0; b < M; ++b) row[b] = float(src[size_t(a) * M + b]);
       std::fill(row + M, row + L, 0.0f);
     }
-    fftwf_execute_dft_r2c(fwd_rows, real, q[c]);  // rows [0, M); rows [M, L) are zero
+    fftwf_execute_dft_r2c(fwd_rows, w.real, q[c]);  // rows [0, M); rows [M, L) are zero
     std::fill(&q[c][size_t(M) * C][0], &q[c][size_t(L) * C][0], 0.0f);
     fftwf_execute_dft(fwd_cols, q[c], q[c]);
   }
   // pot plane t = (kernel s) * (charges c), the M x M corner of the circular convolution.
-  void convolve(int s, int c, int t) {
+  void convolve(int s, int c, int t, Scratch& w) {
     const float* ks = kspec[s];
     const fftwf_complex* a = q[c];
+    fftwf_complex* prod = w.prod;
     for (int k1 = 0; k1 < L; ++k1) {
       const float* krow = ks + size_t(std::min(k1, L - k1)) * (M + 1);
       const size_t row = size_t(k1) * C;
@@ -118,11 +136,11 @@ struct Repulsion::FftGrid {
       }
     }
     fftwf_execute_dft(inv_cols, prod, prod);
-    fftwf_execute_dft_c2r(inv_rows, prod, real);  // rows [0, M) only: the ones used
+    fftwf_execute_dft_c2r(inv_rows, prod, w.real);  // rows [0, M) only: the ones used
     const float norm = 1.0f / (float(L) * float(L));
     float* dst = pot.data() + size_t(t) * M * M;
     for (int a = 0; a < M; ++a)
-      for (int b = 0; b < M; ++b) dst[size_t(a) * M + b] = real[size_t(a) * L + b] * norm;
+      for (int b = 0; b < M; ++b) dst[size_t(a) * M + b] = w.real[size_t(a) * L + b] * norm;
   }
 };
 
@@ -139,7 +157,7 @@ double Repulsion::fft(const double* Y, int64_t N, Range own, double* rep) {
   span *= 1.0 + 2e-6;
   const int nb = nice_size(std::max(kMinBoxes, int(std::ceil(span * kBoxesPerUnit))));
   auto& slot = grids_[nb];
-  if (!slot) slot = std::make_unique<FftGrid>(nb);
+  if (!slot) slot = std::make_unique<FftGrid>(nb, std::min(4, omp_get_max_threads()));
   FftGrid& g = *slot;
   last_boxes_ = nb;
   const int M = g.M;
@@ -180,11 +198,23 @@ double Repulsion::fft(const double* Y, int64_t N, Range own, double* rep) {
       }
     }
   }
-  // Node potentials: [4][M][M] = K1*q0 (for Z), K2*q0, K2*qx, K2*qy.
-  g.kernel_spectra(h);
-  for (int c = 0; c < 3; ++c) g.charge_spectrum(c);
+  // Node potentials: [4][M][M] = K1*q0 (for Z), K2*q0, K2*qx, K2*qy. Tasks 0-1: kernel
+  // spectra, 2-4: charge spectra; then the four convolutions.
+  // At most one thread per scratch set (num_threads): thread i uses set i.
+  const bool threaded = N >= kMinPointsForThreads && g.scratch.size() > 1;
+  const int team = int(g.scratch.size());
+#pragma omp parallel for schedule(dynamic, 1) num_threads(team) if (threaded)
+  for (int task = 0; task < 5; ++task) {
+    FftGrid::Scratch& w = g.scratch[size_t(omp_get_thread_num())];
+    if (task < 2)
+      g.kernel_spectrum(task, h, w);
+    else
+      g.charge_spectrum(task - 2, w);
+  }
   const int kern[4] = {0, 1, 1, 1}, chg[4] = {0, 0, 1, 2};
-  for (int t = 0; t < 4; ++t) g.convolve(kern[t], chg[t], t);
+#pragma omp parallel for schedule(dynamic, 1) num_threads(team) if (threaded)
+  for (int t = 0; t < 4; ++t)
+    g.convolve(kern[t], chg[t], t, g.scratch[size_t(omp_get_thread_num())]);
   const float* pot = g.pot.data();
 
   // Interpolate back: phi_0 at every point (Z), the force potentials at the owned ones.
