@@ -59,22 +59,27 @@ uint64_t data_seed(const Config& cfg) {
   return hash_combine(uint64_t(cfg.get_int("run.seed")), 0x64617461 /* "data" */);
 }
 
+SyntheticSpec synthetic_spec(const Config& cfg) {
+  SyntheticSpec spec;
+  spec.classes = int(cfg.get_int("data.synthetic.classes"));
+  spec.train_per_class = cfg.get_int("data.synthetic.train_per_class");
+  spec.test_per_class = cfg.get_int("data.synthetic.test_per_class");
+  spec.height = int(cfg.get_int("data.synthetic.height"));
+  spec.width = int(cfg.get_int("data.synthetic.width"));
+  spec.channels = int(cfg.get_int("data.synthetic.channels"));
+  spec.label_noise = cfg.get_float("data.synthetic.label_noise");
+  spec.outliers = cfg.get_float("data.synthetic.outliers");
+  spec.pixel_noise = cfg.get_float("data.synthetic.pixel_noise");
+  spec.seed = data_seed(cfg);
+  return spec;
+}
+
 std::unique_ptr<Source> open_source(const Config& cfg, const std::string& input, const Comm& comm) {
   std::string kind = cfg.get_string("data.source");
   std::string path = input.empty() ? cfg.get_string("data.path") : input;
   std::vector<std::string> names = cfg.get_string_list("data.class_names");
   if (kind == "synthetic") {
-    SyntheticSpec spec;
-    spec.classes = int(cfg.get_int("data.synthetic.classes"));
-    spec.train_per_class = cfg.get_int("data.synthetic.train_per_class");
-    spec.test_per_class = cfg.get_int("data.synthetic.test_per_class");
-    spec.height = int(cfg.get_int("data.synthetic.height"));
-    spec.width = int(cfg.get_int("data.synthetic.width"));
-    spec.channels = int(cfg.get_int("data.synthetic.channels"));
-    spec.label_noise = cfg.get_float("data.synthetic.label_noise");
-    spec.outliers = cfg.get_float("data.synthetic.outliers");
-    spec.pixel_noise = cfg.get_float("data.synthetic.pixel_noise");
-    spec.seed = data_seed(cfg);
+    const SyntheticSpec spec = synthetic_spec(cfg);
     if (spec.channels == 2)
       throw UsageError("data.synthetic.channels: 2 is not supported (use 1 or 3)");
     if (spec.label_noise + spec.outliers > 1.0)

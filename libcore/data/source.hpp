@@ -75,6 +75,11 @@ std::unique_ptr<Source> open_csv(const std::string& path, const std::string& lab
 // The generator/split seed: data.seed, or (when -1) one derived from run.seed.
 uint64_t data_seed(const Config& cfg);
 
+struct SyntheticSpec;
+// The synthetic generator's parameters as configured (`data.synthetic.*`, data_seed),
+// before the consistency checks open_source makes.
+SyntheticSpec synthetic_spec(const Config& cfg);
+
 // Collective error agreement. Every rank passes its own error ("" = fine); when any rank
 // failed, every rank throws the message of the lowest failing rank: a CollectiveError
 // (the tool runner prints it once and all ranks exit cleanly), or a UsageError for

@@ -29,21 +29,6 @@ Config synthetic_config(const std::vector<std::string>& extra = {}) {
   return Config::load(pipeline_schema(), "", ov);
 }
 
-SyntheticSpec spec_of(const Config& cfg) {
-  SyntheticSpec s;
-  s.classes = int(cfg.get_int("data.synthetic.classes"));
-  s.train_per_class = cfg.get_int("data.synthetic.train_per_class");
-  s.test_per_class = cfg.get_int("data.synthetic.test_per_class");
-  s.height = int(cfg.get_int("data.synthetic.height"));
-  s.width = int(cfg.get_int("data.synthetic.width"));
-  s.channels = int(cfg.get_int("data.synthetic.channels"));
-  s.label_noise = cfg.get_float("data.synthetic.label_noise");
-  s.outliers = cfg.get_float("data.synthetic.outliers");
-  s.pixel_noise = cfg.get_float("data.synthetic.pixel_noise");
-  s.seed = data_seed(cfg);
-  return s;
-}
-
 // Every row of `path`, read by this rank, equals the generator's output computed here.
 void expect_matches_generator(const std::string& path, const SyntheticSpec& spec) {
   SyntheticGenerator g(spec);
@@ -100,7 +85,7 @@ TEST(DataParallel, OneFileManySmallBatchesMatchesTheGenerator) {
     EXPECT_EQ(s.rows[0], 212);
     EXPECT_EQ(s.label_noise, 21);  // round(0.1 * 212)
     EXPECT_EQ(s.outliers, 21);
-    expect_matches_generator(opt.output, spec_of(cfg));
+    expect_matches_generator(opt.output, synthetic_spec(cfg));
   }
 }
 
@@ -119,7 +104,7 @@ TEST(DataParallel, ShardsMatchTheGenerator) {
     opt.config_yaml = cfg.to_yaml();
     WriteSummary s = write_dataset(*src, opt, comm);
     EXPECT_EQ(int(s.files.size()), shards + 1);
-    expect_matches_generator(opt.output, spec_of(cfg));
+    expect_matches_generator(opt.output, synthetic_spec(cfg));
   }
 }
 
