@@ -139,29 +139,24 @@ void knn_exact(const float* X, int64_t N, int64_t D, int64_t k, int64_t q0, int6
           const float* row = dots.data() + t * br;
           TopK& top = tops[t];
           // d <= bound  <=>  n_j - 2 x_i.x_j <= bound - n_i. Most lanes fail once the
-          // heap is full: test kLanes of them at once (vectorised), visit the rare hits.
+          // buffer has been cut: test kLanes of them at once (vectorised), visit the rare hits.
           float limit = top.bound() - ni;
+          auto consider = [&](int64_t l) {
+            const float e = nr[l] + row[l];
+            if (e <= limit && r0 + l != i) {
+              top.push(std::max(0.f, ni + e), int32_t(r0 + l));
+              limit = top.bound() - ni;
+            }
+          };
           int64_t j = 0;
           for (; j + kLanes <= br; j += kLanes) {
             int hits = 0;
 #pragma omp simd reduction(+ : hits)
             for (int64_t l = 0; l < kLanes; ++l) hits += nr[j + l] + row[j + l] <= limit;
             if (hits == 0) continue;
-            for (int64_t l = j; l < j + kLanes; ++l) {
-              const float e = nr[l] + row[l];
-              if (e <= limit && r0 + l != i) {
-                top.push(std::max(0.f, ni + e), int32_t(r0 + l));
-                limit = top.bound() - ni;
-              }
-            }
+            for (int64_t l = j; l < j + kLanes; ++l) consider(l);
           }
-          for (; j < br; ++j) {
-            const float e = nr[j] + row[j];
-            if (e <= limit && r0 + j != i) {
-              top.push(std::max(0.f, ni + e), int32_t(r0 + j));
-              limit = top.bound() - ni;
-            }
-          }
+          for (; j < br; ++j) consider(j);
         }
       }
       for (int64_t t = 0; t < bq; ++t)

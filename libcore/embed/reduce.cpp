@@ -155,11 +155,12 @@ void reduce_dims(const Comm& comm, const Config& cfg, const std::string& input,
     ++g;
     const bool mine = owner[g] < 0 || owner[g] == comm.rank();
     const int64_t n = int64_t(idx.size());
-    if (method == "tsne")
-      rep_used =
-          repulsion_name(rep_name == "auto" ? (d == 2 && n >= 2000 ? RepulsionMethod::Fft
-                                                                   : RepulsionMethod::BarnesHut)
-                                            : parse_repulsion(rep_name));
+    if (method == "tsne") {  // chosen on every rank: rank 0 records the last one used
+      opt.repulsion = rep_name == "auto" ? (d == 2 && n >= 2000 ? RepulsionMethod::Fft
+                                                                : RepulsionMethod::BarnesHut)
+                                         : parse_repulsion(rep_name);
+      rep_used = repulsion_name(opt.repulsion);
+    }
     if (!mine) continue;
     const Comm& gcomm = owner[g] < 0 ? comm : self;
     std::vector<float> Xg(size_t(n * k));
@@ -168,7 +169,6 @@ void reduce_dims(const Comm& comm, const Config& cfg, const std::string& input,
     std::vector<double> Yg(size_t(n * d));
     TsneResult tr;
     if (method == "tsne") {
-      opt.repulsion = parse_repulsion(rep_used);
       opt.label = G > 1 ? cat("t-SNE class ", label) : std::string("t-SNE");
       tr = tsne(gcomm, Xg.data(), n, k, opt);
       Yg = tr.Y;
