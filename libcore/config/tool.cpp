@@ -31,7 +31,6 @@ void allow_root_mpi() {
 // Several ranks on one node must share its cores: without this each rank starts one
 // OpenMP (and OpenBLAS) thread per core, and the oversubscribed spin-waiting threads made
 // a 2-rank run on 2 cores ~20x slower. An explicit OMP_NUM_THREADS always wins.
-
 void share_cores(const Comm& comm) {
   if (std::getenv("OMP_NUM_THREADS")) return;
   int cores = int(std::thread::hardware_concurrency());

@@ -190,36 +190,37 @@ Handle select_rows(hid_t dset, hsize_t row0, hsize_t count, hsize_t* row_elems,
   return fspace;
 }
 
-// The open dataset, its row selection and the transfer properties of one row-range I/O.
+// The open dataset and its row selection (file and memory space) of one row-range I/O.
 struct RowIo {
-  Handle dset, fspace, mspace, dxpl;
+  Handle dset, fspace, mspace;
 };
 
 RowIo open_rows(hid_t file, const std::string& name, const std::string& where, hsize_t row0,
-                hsize_t count, Handle dxpl) {
+                hsize_t count) {
   RowIo io;
   io.dset = Handle(
       check(H5Dopen2(file, name.c_str(), H5P_DEFAULT), cat(where, ": no such dataset")), H5Dclose);
   hsize_t row_elems = 1;
   io.fspace = select_rows(io.dset.get(), row0, count, &row_elems, where, &io.mspace);
-  io.dxpl = std::move(dxpl);
   return io;
 }
 }  // namespace
 
 template <typename T>
 void File::write_rows(const std::string& name, hsize_t row0, hsize_t count, const T* data) {
-  RowIo io = open_rows(file_.get(), name, where(name), row0, count, transfer_plist());
+  RowIo io = open_rows(file_.get(), name, where(name), row0, count);
+  Handle dxpl = transfer_plist();
   check_status(H5Dwrite(io.dset.get(), native_type<T>(), io.mspace.get(), io.fspace.get(),
-                        io.dxpl.get(), data),
+                        dxpl.get(), data),
                cat(where(name), ": write failed (disk full or file not writable?)"));
 }
 
 template <typename T>
 void File::read_rows(const std::string& name, hsize_t row0, hsize_t count, T* data) const {
-  RowIo io = open_rows(file_.get(), name, where(name), row0, count, transfer_plist());
+  RowIo io = open_rows(file_.get(), name, where(name), row0, count);
+  Handle dxpl = transfer_plist();
   check_status(H5Dread(io.dset.get(), native_type<T>(), io.mspace.get(), io.fspace.get(),
-                       io.dxpl.get(), data),
+                       dxpl.get(), data),
                cat(where(name), ": read failed (corrupt or truncated file?)"));
 }
 
