@@ -144,8 +144,7 @@ void reduce_dims(const Comm& comm, const Config& cfg, const std::string& input,
   }
   const Comm self(MPI_COMM_SELF);
   std::vector<double> Y(size_t(N * d), 0.0);
-  // Per group: KL, 10-NN preservation, trustworthiness, its points, seconds (summed over
-  // ranks afterwards: each entry is filled by one rank only, or identically by all).
+  // Per group: KL, 10-NN preservation, trustworthiness, its points, seconds.
   constexpr int kStats = 5;
   std::vector<double> stats(static_cast<size_t>(G * kStats), 0.0);
   const int64_t max_trust = cfg.get_int("embed.quality.trustworthiness_points");
@@ -185,22 +184,22 @@ void reduce_dims(const Comm& comm, const Config& cfg, const std::string& input,
     int64_t mt = std::max<int64_t>(1, max_trust * n / N);
     Quality q = embedding_quality(gcomm, Xg.data(), n, k, Yg.data(), d, mt, 10,
                                   method == "tsne" ? &tr.knn : nullptr, tr.knn_k);
-    // A group embedded by all ranks is recorded by rank 0 only (the sums below add it once).
-    if (owner[g] >= 0 || comm.is_root()) {
-      double* st = stats.data() + g * kStats;
-      st[0] = tr.kl;
-      st[1] = q.knn_preservation;
-      st[2] = q.trustworthiness;
-      st[3] = double(q.trust_points);
-      st[4] = tr.seconds;
-      for (int64_t t = 0; t < n; ++t)
-        for (int c = 0; c < d; ++c) Y[idx[t] * d + c] = Yg[t * d + c];
-    }
+    // A group embedded by all ranks ends with the same Y and figures on every rank.
+    double* st = stats.data() + g * kStats;
+    st[0] = tr.kl;
+    st[1] = q.knn_preservation;
+    st[2] = q.trustworthiness;
+    st[3] = double(q.trust_points);
+    st[4] = tr.seconds;
+    for (int64_t t = 0; t < n; ++t)
+      for (int c = 0; c < d; ++c) Y[idx[t] * d + c] = Yg[t * d + c];
   }
-  // Every entry of Y and stats was written by exactly one rank (zeros elsewhere): the sums
-  // assemble them exactly.
-  comm.allreduce_sum(Y.data(), Y.size());
-  comm.allreduce_sum(stats.data(), stats.size());
+  if (class_parallel) {
+    // Each entry of Y and stats was written by its class's rank only (zeros elsewhere):
+    // the sums assemble them exactly.
+    comm.allreduce_sum(Y.data(), Y.size());
+    comm.allreduce_sum(stats.data(), stats.size());
+  }
   double kl_weighted = 0.0, pres = 0.0, trust = 0.0;
   int64_t trust_points = 0;
   g = -1;
