@@ -169,7 +169,8 @@ void knn_queries(const float* X, int64_t N, int64_t D, int64_t k, const int64_t*
                  int64_t nq, int32_t* idx, float* d2) {
   SIEVE_ASSERT(k >= 1 && k <= N - 1, "k=", k, " N=", N);
   if (D <= 4) return knn_sweep(X, N, D, k, queries, nq, idx, d2);
-  // Gather the queries into contiguous rows, search them against all rows, map back.
+  // One GEMM search per query row (each recomputes the N row norms): fine for the few
+  // queries this path serves; the callers in this library only query embeddings (D <= 4).
   for (int64_t q = 0; q < nq; ++q)
     knn_exact(X, N, D, k, queries[q], queries[q] + 1, idx + q * k, d2 + q * k);
 }
