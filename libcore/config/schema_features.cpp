@@ -6,6 +6,11 @@ namespace sieve {
 void add_features_keys(ConfigSchema& s) {
   s.add_int("features.batch", 256, "samples per forward pass (per rank)", 1);
   s.add_bool("features.test", true, "also extract the test split");
+  s.add_string("features.model", "auto",
+               "which pretrained model to embed with: early (pretrain/model_early.h5, the "
+               "held-out accuracy peak), final (pretrain/model.h5), or auto (early when pretrain "
+               "wrote one, else final; the choice is logged and recorded); --model overrides",
+               {"auto", "early", "final"});
 }
 
 }  // namespace sieve

@@ -4,8 +4,20 @@ namespace sieve {
 
 // Keys of the 'filter' section (cluster_filter; libcore/cluster/filter.hpp).
 void add_filter_keys(ConfigSchema& s) {
-  s.add_string("filter.method", "dbscan", "noise filter: DBSCAN, Gaussian mixture or k-means",
-               {"dbscan", "gmm", "kmeans"});
+  s.add_string("filter.method", "knn",
+               "noise detector whose decision makes /keep: knn (label vote of the nearest "
+               "neighbours in feature space), confident (confident learning on class "
+               "probabilities), dbscan (the paper's: DBSCAN per class on the embedding), gmm or "
+               "kmeans (docs/detection.md)",
+               {"knn", "confident", "dbscan", "gmm", "kmeans"});
+  s.add_bool("filter.compare", true,
+             "where the dataset has /train/noise_truth, also run the other detectors (dbscan, "
+             "knn, confident) and score each against it (precision, recall, F1, PR curve)");
+  s.add_int("filter.knn.k", 10, "knn: neighbours that vote (the sample itself excluded)", 1, 1000);
+  s.add_float("filter.knn.threshold", 0.5,
+              "knn: flag a sample when more than this fraction of its neighbours carry another "
+              "label",
+              0.0, 1.0);
   s.add_bool("filter.per_class", true, "cluster each class on its own (false: all points at once)");
   s.add_string("filter.input_dataset", "/embedding",
                "float [N,d] dataset of the input file to cluster (e.g. /train/features of a "

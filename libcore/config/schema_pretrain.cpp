@@ -57,6 +57,12 @@ void add_trainer_keys(ConfigSchema& s, const std::string& p, const std::string& 
 // Keys of the 'pretrain' section: the feature extractor (tools/pretrain).
 void add_pretrain_keys(ConfigSchema& s) {
   add_trainer_keys(s, "pretrain", "resnet18", 30, 256, 0.1);
+  s.add_float("pretrain.holdout", 0.1,
+              "fraction of each class of the training split held out of pretraining (seeded); "
+              "the model at the epoch of peak held-out accuracy, before the network memorises "
+              "noisy labels, is written as model_early.h5 and is what extract_features uses by "
+              "default (0: no hold-out, no early model; docs/detection.md)",
+              0.0, 0.5);
 }
 
 }  // namespace sieve

@@ -29,6 +29,9 @@ struct RunPaths {
   std::string dataset() const { return dir + "/dataset.h5"; }
   std::string pretrain_dir() const { return dir + "/pretrain"; }
   std::string model() const { return dir + "/pretrain/model.h5"; }
+  // The model at the peak of held-out accuracy (pretrain.holdout > 0): the early-learning
+  // checkpoint that extract_features uses by default (docs/detection.md).
+  std::string early_model() const { return dir + "/pretrain/model_early.h5"; }
   std::string features() const { return dir + "/features.h5"; }
   std::string embedding() const { return dir + "/embedding.h5"; }
   std::string filter() const { return dir + "/filter.h5"; }

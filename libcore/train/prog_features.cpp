@@ -1,5 +1,7 @@
 // extract_features: the trained model in eval mode over every train (and test) sample;
 // each rank computes a contiguous slice and all ranks write it collectively.
+#include <algorithm>
+#include <cmath>
 #include <filesystem>
 
 #include "config/sections.hpp"
@@ -11,12 +13,15 @@
 #include "train/programs.hpp"
 #include "util/log.hpp"
 
+namespace fs = std::filesystem;
+
 namespace sieve::train {
 
 void add_features_flags(po::options_description& d) {
   d.add_options()
       ("dataset", po::value<std::string>(), "dataset file (default: <run.dir>/dataset.h5)")
-      ("model", po::value<std::string>(), "model file (default: <run.dir>/pretrain/model.h5)")
+      ("model", po::value<std::string>(),
+       "model file (default: by features.model, <run.dir>/pretrain/model_early.h5 or model.h5)")
       ("output", po::value<std::string>(), "features file (default: <run.dir>/features.h5)");
 }
 
@@ -25,6 +30,7 @@ namespace {
 struct SplitFeatures {
   Range rows;
   std::vector<float> feats;  // [rows, F]
+  std::vector<float> probs;  // [rows, classes]: softmax of the logits
 };
 
 // Forward this rank's slice of `d` in eval mode; features() after each batch.
@@ -33,7 +39,9 @@ SplitFeatures run_split(nn::Model& m, const SplitData& d, const DatasetMeta& met
   SplitFeatures out;
   out.rows = block_range(d.n, comm.rank(), comm.size());
   const int F = m.feature_dim();
+  const int K = m.num_classes();
   out.feats.resize(size_t(out.rows.size()) * F);
+  out.probs.resize(size_t(out.rows.size()) * K);
   log::Progress prog("features " + name, out.rows.size() * comm.size(), "images");
   Batch b;
   std::vector<int64_t> idx;
@@ -42,9 +50,17 @@ SplitFeatures run_split(nn::Model& m, const SplitData& d, const DatasetMeta& met
     idx.resize(size_t(n));
     for (int j = 0; j < n; ++j) idx[size_t(j)] = i + j;
     make_batch(d, meta, idx.data(), n, false, 0, 0, &b);
-    m.forward(b.x.data(), n, false);
+    const float* logits = m.forward(b.x.data(), n, false);
     const float* f = m.features();
     std::copy(f, f + size_t(n) * F, out.feats.data() + size_t(i - out.rows.begin) * F);
+    float* p = out.probs.data() + size_t(i - out.rows.begin) * K;
+    for (int r = 0; r < n; ++r) {  // softmax in double: probabilities of 1e-30 stay > 0
+      const float* z = logits + size_t(r) * K;
+      const float mx = *std::max_element(z, z + K);
+      double sum = 0;
+      for (int k = 0; k < K; ++k) sum += std::exp(double(z[k] - mx));
+      for (int k = 0; k < K; ++k) p[size_t(r) * K + k] = float(std::exp(double(z[k] - mx)) / sum);
+    }
     prog.update((i + n - out.rows.begin) * comm.size());
   }
   prog.finish();
@@ -60,7 +76,18 @@ void extract_features_main(ToolContext& ctx) {
     return v.empty() ? def : v;
   };
   const std::string dataset = flag_or("dataset", rp.dataset());
-  const std::string model_path = flag_or("model", rp.model());
+  std::string model_path = ctx.flag("model");
+  std::string model_choice = "--model";
+  if (model_path.empty()) {
+    model_choice = ctx.cfg.get_string("features.model");
+    if (model_choice == "auto") model_choice = fs::exists(rp.early_model()) ? "early" : "final";
+    model_path = model_choice == "early" ? rp.early_model() : rp.model();
+    if (model_choice == "early" && !fs::exists(model_path))
+      throw UsageError(cat("features.model=early: ", model_path,
+                           " does not exist (pretrain writes it when pretrain.holdout > 0)"));
+    log::info(cat("features from the ", model_choice, " model ", model_path,
+                  model_choice == "early" ? " (held-out accuracy peak)" : ""));
+  }
   const std::string output = flag_or("output", rp.features());
   const int64_t batch = ctx.cfg.get_int("features.batch");
   AtomicOutput out(output, ctx.overwrite, ctx.comm);
@@ -88,6 +115,7 @@ void extract_features_main(ToolContext& ctx) {
   h5::stamp(f, schema::kFeatures, ctx.cfg.to_yaml());
   f.set_attr("/", "layer", std::string("penultimate"));
   f.set_attr("/", "model", model_path);
+  f.set_attr("/", "model_choice", model_choice);
   f.set_attr("/", "arch", model->spec().arch);
   f.set_attr("/", "feature_dim", int64_t(F));
   f.set_attr("/", "num_classes", int64_t(meta.num_classes));
@@ -97,6 +125,8 @@ void extract_features_main(ToolContext& ctx) {
     SplitFeatures sf = run_split(*model, d, meta, batch, ctx.comm, splits[k]);
     const hsize_t n = hsize_t(d.n), r0 = hsize_t(sf.rows.begin), cnt = hsize_t(sf.rows.size());
     f.create_dataset<float>(g + "/features", {n, hsize_t(F)}, 4096);
+    f.create_dataset<float>(g + "/probs", {n, hsize_t(model->num_classes())}, 4096);
+    f.write_rows<float>(g + "/probs", r0, cnt, sf.probs.data());
     f.create_dataset<int32_t>(g + "/labels", {n});
     f.create_dataset<int64_t>(g + "/sample_id", {n});
     f.write_rows<float>(g + "/features", r0, cnt, sf.feats.data());

@@ -5,6 +5,8 @@
 
 #include "config/sections.hpp"
 #include "io/atomic_output.hpp"
+#include "io/metrics.hpp"
+#include "train/holdout.hpp"
 #include "train/programs.hpp"
 #include "train/sweep.hpp"
 #include "train/trainer.hpp"
@@ -112,14 +114,72 @@ void pretrain_main(ToolContext& ctx) {
   if (dir.empty()) dir = ".";
   make_output_dir(ctx, dir, 1);
   check_output_path(output, ctx.overwrite);
+  const double holdout = ctx.cfg.get_float("pretrain.holdout");
+  // The early model sits next to the final one whatever --output says (model_early.h5).
+  const std::string early = (fs::path(dir) / (fs::path(output).stem().string() + "_early.h5")).string();
+  const std::string early_info = early.substr(0, early.size() - 3) + ".json";
+  if (!resume) {
+    // A fresh run replaces the early model of an earlier one (--overwrite), so that a stale
+    // early model can never be picked up by extract_features next to a new final model.
+    check_output_path(early, ctx.overwrite);
+    if (ctx.comm.is_root()) {
+      std::error_code ec;
+      fs::remove(early, ec);
+      fs::remove(early_info, ec);
+    }
+    ctx.comm.barrier();
+  }
   const std::string ckpt_dir = dir + "/checkpoints";
   prepare_checkpoint_dir(ctx, ckpt_dir, resume);
 
   TrainOptions opt = read_train_options(ctx.cfg, "pretrain");
   LoadedData data = load_data(dataset);
+  HoldoutSplit split;
+  if (holdout > 0) {
+    split = split_holdout(data.train, holdout, opt.seed ^ 0x686f6c646f7574ULL);
+    SIEVE_CHECK(!split.holdout.empty(), dataset, ": pretrain.holdout=", holdout, " of ",
+                data.train.n, " training samples holds out none; lower it to 0 or use more data");
+    log::info(cat("held out ", split.holdout.size(), " of ", data.train.n,
+                  " training samples (pretrain.holdout=", holdout,
+                  ") to find the early-learning peak"));
+  } else {
+    split.train = all_indices(data.train.n);
+  }
   Trainer trainer(ctx.comm, opt, data.train, data.has_test ? &data.test : nullptr, data.meta,
-                  all_indices(data.train.n), ckpt_dir, dir + "/metrics.jsonl",
-                  ctx.cfg.to_yaml());
+                  split.train, ckpt_dir, dir + "/metrics.jsonl", ctx.cfg.to_yaml());
+  // Best held-out accuracy so far; a resumed run continues from what the earlier part saw.
+  double best = -1;
+  int64_t best_epoch = 0;
+  if (holdout > 0 && resume && ctx.comm.is_root() && fs::exists(early_info) && fs::exists(early)) {
+    auto lines = read_json_lines(early_info);
+    Json j = lines.empty() ? Json::object() : lines.back();
+    best = j.value("holdout_acc", -1.0);
+    best_epoch = j.value("epoch", int64_t(0));
+  }
+  ctx.comm.bcast(&best, 1);
+  ctx.comm.bcast(&best_epoch, 1);
+  if (holdout > 0) {
+    trainer.set_epoch_hook([&](int64_t epoch, Json& rec) {
+      auto [loss, acc] = trainer.evaluate(data.train, &split.holdout);
+      rec["holdout_loss"] = loss;
+      rec["holdout_acc"] = acc;
+      if (acc > best) {
+        best = acc;
+        best_epoch = epoch;
+        save_model(early, trainer.model(), ctx.cfg.to_yaml(), true, ctx.comm);
+        if (ctx.comm.is_root()) {
+          Json j;
+          j["epoch"] = epoch;
+          j["holdout_acc"] = acc;
+          j["holdout_loss"] = loss;
+          j["holdout_samples"] = int64_t(split.holdout.size());
+          write_text_atomic(early_info, j.dump() + "\n");  // one JSON line
+        }
+      }
+      log::info(cat("epoch ", epoch, ": held-out acc ", acc, " (best ", best, " at epoch ",
+                    best_epoch, ")"));
+    });
+  }
   TrainResult r;
   try {
     r = trainer.run(resume);
@@ -130,6 +190,9 @@ void pretrain_main(ToolContext& ctx) {
   log::info(cat("wrote ", output, ": train acc ", r.final_train_acc, ", test acc ",
                 r.final_test_acc, ", ", int64_t(r.images_per_s), " img/s (",
                 int64_t(r.images_per_s_per_rank), " per rank), ", log::format_duration(r.elapsed_s)));
+  if (holdout > 0)
+    log::info(cat("wrote ", early, ": the early-learning model, held-out acc ", best,
+                  " at epoch ", best_epoch, " of ", opt.epochs));
 }
 
 void add_scaled_flags(po::options_description& d) {

@@ -126,15 +126,16 @@ void Trainer::checkpoint(const TrainState& st) {
   if (comm_.is_root()) prune_checkpoints(ckpt_dir_, o_.ckpt_keep);
 }
 
-std::pair<double, double> Trainer::evaluate(const SplitData& d) {
-  Range r = block_range(d.n, comm_.rank(), comm_.size());
+std::pair<double, double> Trainer::evaluate(const SplitData& d, const std::vector<int64_t>* rows) {
+  const int64_t total = rows ? int64_t(rows->size()) : d.n;
+  Range r = block_range(total, comm_.rank(), comm_.size());
   double stats[3] = {0, 0, 0};  // loss sum, correct, n
   Batch b;
   std::vector<int64_t> idx;
   for (int64_t i = r.begin; i < r.end; i += o_.eval_batch) {
     const int n = int(std::min<int64_t>(o_.eval_batch, r.end - i));
     idx.resize(size_t(n));
-    for (int j = 0; j < n; ++j) idx[size_t(j)] = i + j;
+    for (int j = 0; j < n; ++j) idx[size_t(j)] = rows ? (*rows)[size_t(i + j)] : i + j;
     make_batch(d, meta_, idx.data(), n, false, 0, 0, &b);
     const float* logits = model_->forward(b.x.data(), n, false);
     int correct = 0;
@@ -342,6 +343,7 @@ TrainResult Trainer::run(bool resume) {
     const double done_frac = double(st.step - start_step) / double(total_steps - start_step);
     const double eta = done_frac > 0 ? (now_s() - run_start) * (1 - done_frac) / done_frac : 0;
     rec["eta_s"] = eta;
+    if (epoch_hook_) epoch_hook_(e + 1, rec);
     metrics.write(rec);
     log::info(cat("epoch ", e + 1, "/", o_.epochs, ": loss ", train_loss, " acc ", train_acc,
                   do_eval ? cat(" | test loss ", rec["test_loss"].get<double>(), " acc ",

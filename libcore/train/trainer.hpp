@@ -16,6 +16,7 @@
 // checkpoint continues bitwise like an uninterrupted one (same rank count, CPU).
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -75,8 +76,15 @@ class Trainer {
   // newest complete checkpoint in ckpt_dir if there is one.
   TrainResult run(bool resume);
   nn::Model& model() { return *model_; }
-  // Mean loss and accuracy of the current model over a split (eval mode, all ranks).
-  std::pair<double, double> evaluate(const SplitData& d);
+  // Mean loss and accuracy of the current model over a split (eval mode, all ranks), or
+  // over the listed rows of it when `rows` is given.
+  std::pair<double, double> evaluate(const SplitData& d,
+                                     const std::vector<int64_t>* rows = nullptr);
+  // Called on every rank at the end of each epoch, after the test evaluation and before
+  // the epoch's metrics line and checkpoint are written: (epoch 1-based, metrics record).
+  // pretrain uses it to evaluate its held-out part and keep the early-learning model.
+  using EpochHook = std::function<void(int64_t epoch, Json& record)>;
+  void set_epoch_hook(EpochHook hook) { epoch_hook_ = std::move(hook); }
 
  private:
   void broadcast_state();
@@ -91,6 +99,7 @@ class Trainer {
   std::unique_ptr<SgdOptimizer> opt_;
   Sampler sampler_;
   std::string ckpt_dir_, metrics_path_, config_yaml_;
+  EpochHook epoch_hook_;
 };
 
 // The signal flag (set by the SIGUSR1/SIGTERM handler that Trainer::run installs).

@@ -1,0 +1,77 @@
+// Noise detectors that share one interface: every detector gives each training sample a
+// score (higher = more likely mislabelled or out of place) and a decision (flagged or
+// not). They differ in what they look at:
+//
+//   dbscan     the paper's reference: DBSCAN per class on the 2-D embedding; the decision
+//              is DBSCAN's noise label, the score the sample's core distance (distance to
+//              its min_samples-1'th nearest same-class neighbour), the quantity DBSCAN
+//              compares with eps.
+//   knn        neighbour vote in feature space (deep k-NN / SimiFeat): the k nearest
+//              training samples by cosine distance of the penultimate features (the
+//              sample itself excluded) vote; score = fraction whose label differs from
+//              the sample's; flagged when that fraction exceeds the threshold (default
+//              0.5: the majority disagrees).
+//   confident  confident learning (Northcutt et al. 2021, cleanlab's 'confident_learning'
+//              rule) on class probabilities: per-class thresholds t_j = mean p_j over the
+//              samples labelled j; a sample whose confidently predicted class
+//              argmax{p_j : p_j >= t_j} differs from its label sits off the diagonal of
+//              the confident joint and is flagged; score = max_{j != y} p_j - p_y.
+//
+// Why these inputs: a network that has memorised noisy labels maps them where their wrong
+// class lies, so the features and probabilities come from the early-learning checkpoint
+// (pretrain's held-out peak, docs/detection.md), not from the memorised final model.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "comm/comm.hpp"
+
+namespace sieve::cluster {
+
+struct Detection {
+  std::string method;
+  std::vector<float> score;    // [n], higher = more suspicious
+  std::vector<uint8_t> flag;   // [n], 1 = flagged as noise
+  std::string inputs;          // what it looked at, for the report ("t-SNE embedding", ...)
+};
+
+// k-NN label vote over L2-normalised features x [n, d]. Query rows are split over the
+// ranks; every rank gets the whole result. Needs n > k.
+Detection detect_knn_vote(const Comm& comm, const float* x, int64_t n, int d,
+                          const int32_t* labels, int k, double threshold);
+
+// Confident learning over probabilities p [n, classes] (rows sum to 1).
+Detection detect_confident(const float* p, int64_t n, int classes, const int32_t* labels);
+
+// DBSCAN's core distance per sample within its class (the score of the dbscan detector):
+// distance to the (min_samples-1)'th nearest other sample of the same class. A class too
+// small to hold a core point (DBSCAN calls all of it noise) scores the run's largest value.
+std::vector<float> core_distance_per_class(const float* x, int64_t n, int d,
+                                           const int32_t* labels, int min_samples);
+
+// ---- scoring against ground truth ----
+
+struct PrPoint {
+  float threshold;  // flag score >= threshold
+  double precision, recall;
+};
+
+struct DetectionScore {
+  int64_t flagged = 0, truth = 0, hits = 0;
+  double precision = 0, recall = 0, f1 = 0;
+  double average_precision = 0;  // area under the step PR curve over the score
+  std::vector<PrPoint> curve;    // at most `max_points`, recall ascending
+};
+
+// truth [n] aligned with the detection's rows (1 = injected noise).
+DetectionScore score_detection(const Detection& d, const std::vector<uint8_t>& truth,
+                               size_t max_points = 200);
+
+// Align ground-truth flags (by sample id) to `ids`; rows without a truth entry are an
+// error naming `what`.
+std::vector<uint8_t> align_truth(const std::vector<int64_t>& ids,
+                                 const std::vector<int64_t>& truth_ids,
+                                 const std::vector<uint8_t>& truth, const std::string& what);
+
+}  // namespace sieve::cluster

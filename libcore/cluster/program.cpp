@@ -1,0 +1,340 @@
+#include "cluster/program.hpp"
+
+#include <cmath>
+#include <filesystem>
+#include <map>
+#include <unordered_map>
+
+#include "cluster/detect.hpp"
+#include "cluster/filter.hpp"
+#include "config/sections.hpp"
+#include "io/atomic_output.hpp"
+#include "io/h5.hpp"
+#include "io/schemas.hpp"
+#include "util/log.hpp"
+
+namespace sieve::cluster {
+
+namespace {
+
+struct Input {
+  std::vector<float> x;  // [n, d]
+  std::vector<int32_t> labels;
+  std::vector<int64_t> ids;
+  int64_t n = 0;
+  int d = 0;
+};
+
+void check_finite(const std::vector<float>& x, int d, const std::string& where) {
+  for (size_t i = 0; i < x.size(); ++i)
+    SIEVE_CHECK(std::isfinite(x[i]), where, " row ", i / size_t(d), " column ", i % size_t(d),
+                " is NaN or infinite (", x[i], ")");
+}
+
+Input read_input(const std::string& path, const std::string& dataset) {
+  h5::File f = h5::File::open(path);
+  SIEVE_CHECK(f.has_attr("/", "schema"), path,
+              ": not a Sieve file (no 'schema' attribute); expected ", schema::kEmbedding, ", ",
+              schema::kFeatures, " or ", schema::kDataset);
+  std::string s = f.attr_string("/", "schema");
+  SIEVE_CHECK(s == schema::kEmbedding || s == schema::kFeatures || s == schema::kDataset, path,
+              ": schema '", s, "', expected ", schema::kEmbedding, ", ", schema::kFeatures, " or ",
+              schema::kDataset);
+  std::string group = dataset.substr(0, dataset.find_last_of('/'));
+  std::string labels = group + "/labels", ids = group + "/sample_id";
+  SIEVE_CHECK(f.exists(dataset), path, ": no dataset '", dataset,
+              "' (choose one with --input-dataset or filter.input_dataset)");
+  SIEVE_CHECK(f.exists(labels), path, ": missing dataset '", labels, "' (int32 [N] class labels)");
+  SIEVE_CHECK(f.exists(ids), path, ": missing dataset '", ids, "' (int64 [N] sample ids)");
+  auto dims = f.require<float>(dataset, 2);
+  auto ldims = f.require<int32_t>(labels, 1);
+  auto idims = f.require<int64_t>(ids, 1);
+  SIEVE_CHECK(ldims[0] == dims[0] && idims[0] == dims[0], path, ": mismatched lengths: ", dataset,
+              " has ", dims[0], " rows, ", labels, " ", ldims[0], ", ", ids, " ", idims[0]);
+  Input in;
+  in.n = int64_t(dims[0]);
+  in.d = int(dims[1]);
+  SIEVE_CHECK(in.n > 0, path, ": ", dataset, " is empty (0 samples)");
+  SIEVE_CHECK(in.d > 0, path, ": ", dataset, " has 0 columns");
+  in.x = f.read_all<float>(dataset);
+  in.labels = f.read_all<int32_t>(labels);
+  in.ids = f.read_all<int64_t>(ids);
+  check_finite(in.x, in.d, path + ": " + dataset);
+  for (int64_t i = 0; i < in.n; ++i)
+    SIEVE_CHECK(in.labels[i] >= 0, path, ": ", labels, " row ", i, " is negative (", in.labels[i],
+                "); expected class indices >= 0");
+  return in;
+}
+
+// The features file's /train/features and /train/probs, reordered to the input's rows.
+struct FeatureInputs {
+  std::vector<float> feats, probs;  // [n, F], [n, C] (empty when absent)
+  int F = 0, C = 0;
+};
+
+FeatureInputs read_features(const std::string& path, const Input& in) {
+  h5::File f = h5::File::open(path);
+  h5::require_schema(f, schema::kFeatures);
+  auto ids = f.read_all<int64_t>("/train/sample_id");
+  auto labels = f.read_all<int32_t>("/train/labels");
+  std::unordered_map<int64_t, int64_t> row_of;
+  row_of.reserve(ids.size());
+  for (size_t i = 0; i < ids.size(); ++i)
+    SIEVE_CHECK(row_of.emplace(ids[i], int64_t(i)).second, path,
+                ": /train/sample_id has the id ", ids[i], " twice");
+  std::vector<int64_t> src(size_t(in.n));
+  for (int64_t i = 0; i < in.n; ++i) {
+    auto it = row_of.find(in.ids[size_t(i)]);
+    SIEVE_CHECK(it != row_of.end(), path, ": no /train/sample_id ", in.ids[size_t(i)],
+                " (the embedding's sample; were they made from different datasets?)");
+    SIEVE_CHECK(labels[size_t(it->second)] == in.labels[size_t(i)], path, ": sample id ",
+                in.ids[size_t(i)], " has label ", labels[size_t(it->second)],
+                " here but ", in.labels[size_t(i)], " in the embedding");
+    src[size_t(i)] = it->second;
+  }
+  FeatureInputs out;
+  auto gather = [&](const std::string& name, int& width, std::vector<float>& dst) {
+    if (!f.exists(name)) return;
+    width = int(f.require<float>(name, 2)[1]);
+    auto all = f.read_all<float>(name);
+    check_finite(all, width, path + ": " + name);
+    dst.resize(size_t(in.n) * width);
+    for (int64_t i = 0; i < in.n; ++i)
+      std::copy_n(all.data() + size_t(src[size_t(i)]) * width, width,
+                  dst.data() + size_t(i) * width);
+  };
+  gather("/train/features", out.F, out.feats);
+  gather("/train/probs", out.C, out.probs);
+  return out;
+}
+
+std::vector<ClassRow> table_of(const std::vector<uint8_t>& flag, const std::vector<int32_t>& lab) {
+  std::map<int32_t, ClassRow> rows;
+  for (size_t i = 0; i < flag.size(); ++i) {
+    ClassRow& r = rows[lab[i]];
+    r.cls = lab[i];
+    ++r.samples;
+    r.noise += flag[i] != 0;
+  }
+  std::vector<ClassRow> out;
+  for (auto& [c, r] : rows) {
+    r.removed_pct = r.samples ? 100.0 * double(r.noise) / double(r.samples) : 0.0;
+    out.push_back(r);
+  }
+  return out;
+}
+
+template <typename T>
+void put(h5::File& f, const std::string& name, const std::vector<T>& v) {
+  f.create_dataset<T>(name, {hsize_t(v.size())});
+  f.write_rows<T>(name, 0, v.size(), v.data());
+}
+
+void write_detector(h5::File& f, const Detection& d, const DetectionScore* s) {
+  const std::string g = "/detectors/" + d.method;
+  f.create_group(g);
+  put(f, g + "/score", d.score);
+  put(f, g + "/flag", d.flag);
+  f.set_attr(g, "inputs", d.inputs);
+  int64_t flagged = 0;
+  for (auto v : d.flag) flagged += v != 0;
+  f.set_attr(g, "flagged", flagged);
+  if (!s) return;
+  f.set_attr(g, "precision", s->precision);
+  f.set_attr(g, "recall", s->recall);
+  f.set_attr(g, "f1", s->f1);
+  f.set_attr(g, "average_precision", s->average_precision);
+  f.set_attr(g, "hits", s->hits);
+  f.set_attr(g, "truth", s->truth);
+  std::vector<float> pr;
+  for (const auto& p : s->curve) pr.insert(pr.end(), {p.threshold, float(p.precision), float(p.recall)});
+  f.create_dataset<float>(g + "/pr", {hsize_t(s->curve.size()), 3});
+  if (!s->curve.empty()) f.write_rows<float>(g + "/pr", 0, s->curve.size(), pr.data());
+}
+
+}  // namespace
+
+void add_filter_flags(po::options_description& o) {
+  o.add_options()("input,i", po::value<std::string>(),
+                  "embedding file (default: run.dir/embedding.h5)")(
+      "input-dataset", po::value<std::string>(),
+      "float [N,d] dataset to cluster (default: filter.input_dataset)")(
+      "features", po::value<std::string>(),
+      "features file with /train/features and /train/probs for the knn and confident "
+      "detectors (default: run.dir/features.h5 when it exists)")(
+      "output,o", po::value<std::string>(), "filter file (default: run.dir/filter.h5)")(
+      "truth", po::value<std::string>(),
+      "dataset file with /train/noise_truth and /train/sample_id (default: run.dir/dataset.h5 "
+      "when it exists)");
+}
+
+void cluster_filter_main(ToolContext& ctx) {
+  const RunPaths paths = run_paths(ctx.cfg);
+  auto path_flag = [&](const char* name, const std::string& def, bool must_exist) {
+    std::string v = ctx.flag(name);
+    if (!v.empty() && must_exist && !std::filesystem::exists(v))
+      throw UsageError(cat("--", name, " ", v, ": no such file"));
+    return v.empty() ? def : v;
+  };
+  const std::string input = path_flag("input", paths.embedding(), false);
+  const std::string output = path_flag("output", paths.filter(), false);
+  std::string dataset = ctx.has_flag("input-dataset") ? ctx.flag("input-dataset")
+                                                      : ctx.cfg.get_string("filter.input_dataset");
+  if (dataset.empty() || dataset[0] != '/') dataset = "/" + dataset;
+  const std::string truth = path_flag(
+      "truth", std::filesystem::exists(paths.dataset()) ? paths.dataset() : "", true);
+  const std::string features = path_flag(
+      "features", std::filesystem::exists(paths.features()) ? paths.features() : "", true);
+  FilterOptions opt = filter_options(ctx.cfg);
+  const int knn_k = int(ctx.cfg.get_int("filter.knn.k"));
+  const double knn_threshold = ctx.cfg.get_float("filter.knn.threshold");
+  const bool method_clusters = opt.method == "dbscan" || opt.method == "gmm" || opt.method == "kmeans";
+  if (!method_clusters && features.empty())
+    throw UsageError(cat("filter.method=", opt.method, ": needs the features file (",
+                         paths.features(), " or --features FILE)"));
+  AtomicOutput out(output, ctx.overwrite, ctx.comm);  // fails before any work
+
+  Input in = read_input(input, dataset);
+  log::infof("read ", in.n, " points of dimension ", in.d, " from ", input, ":", dataset);
+
+  std::vector<uint8_t> truth_flags;
+  if (!truth.empty()) {
+    h5::File tf = h5::File::open(truth);
+    if (tf.exists("/train/noise_truth")) {
+      tf.require<uint8_t>("/train/noise_truth", 1);
+      tf.require<int64_t>("/train/sample_id", 1);
+      truth_flags = align_truth(in.ids, tf.read_all<int64_t>("/train/sample_id"),
+                                tf.read_all<uint8_t>("/train/noise_truth"), truth);
+    } else {
+      log::infof(truth, " has no /train/noise_truth: detectors are not scored");
+    }
+  }
+  const bool compare = !truth_flags.empty() && ctx.cfg.get_bool("filter.compare");
+  FeatureInputs fin;
+  if (!features.empty() && (!method_clusters || compare)) fin = read_features(features, in);
+
+  // The detectors to run: the chosen one, and with ground truth the reference set.
+  std::vector<Detection> dets;
+  FilterResult clustered;  // of the chosen cluster method, or of the dbscan reference
+  bool have_clusters = false;
+  auto run_cluster_method = [&](const std::string& method) {
+    FilterOptions o = opt;
+    o.method = method;
+    FilterResult r = run_filter(ctx.comm, in.x.data(), in.n, in.d, in.labels.data(), o);
+    Detection d;
+    d.method = method;
+    d.inputs = cat(dataset == "/embedding" ? "t-SNE embedding" : dataset, ", per class");
+    d.flag.resize(size_t(in.n));
+    for (int64_t i = 0; i < in.n; ++i) d.flag[size_t(i)] = !r.keep[size_t(i)];
+    if (method == "dbscan") {
+      d.score = core_distance_per_class(in.x.data(), in.n, in.d, in.labels.data(),
+                                        int(o.dbscan.min_samples));
+    } else {
+      d.score.assign(d.flag.begin(), d.flag.end());  // decision only: a one-point curve
+    }
+    if (!have_clusters || method == opt.method) {
+      clustered = std::move(r);
+      have_clusters = true;
+    }
+    dets.push_back(std::move(d));
+  };
+  if (method_clusters) run_cluster_method(opt.method);
+  if (compare && opt.method != "dbscan") run_cluster_method("dbscan");
+  if ((opt.method == "knn" || compare) && !fin.feats.empty())
+    dets.push_back(detect_knn_vote(ctx.comm, fin.feats.data(), in.n, fin.F, in.labels.data(),
+                                   knn_k, knn_threshold));
+  if (opt.method == "knn" && fin.feats.empty())
+    throw UsageError(cat(features, ": no /train/features for filter.method=knn"));
+  if ((opt.method == "confident" || compare) && !fin.probs.empty())
+    dets.push_back(detect_confident(fin.probs.data(), in.n, fin.C, in.labels.data()));
+  if (opt.method == "confident" && fin.probs.empty())
+    throw UsageError(cat(features, ": no /train/probs for filter.method=confident (written by "
+                         "extract_features)"));
+  if (compare && fin.probs.empty())
+    log::infof("no class probabilities in ", features.empty() ? "(no features file)" : features,
+               ": the confident detector is not compared");
+
+  const Detection* chosen = nullptr;
+  for (const auto& d : dets)
+    if (d.method == opt.method) chosen = &d;
+  SIEVE_CHECK(chosen, "filter.method=", opt.method, ": detector did not run");
+  std::vector<uint8_t> keep(size_t(in.n));
+  for (int64_t i = 0; i < in.n; ++i) keep[size_t(i)] = !chosen->flag[size_t(i)];
+  std::vector<ClassRow> table = method_clusters ? clustered.table : table_of(chosen->flag, in.labels);
+  std::vector<uint8_t> random_keep = random_keep_mask(in.labels.data(), in.n, table, opt.seed);
+  std::vector<int32_t> cluster_ids = have_clusters ? clustered.cluster : std::vector<int32_t>();
+  if (!method_clusters) {  // no clusters: -1 marks the flagged samples, 0 the kept ones
+    cluster_ids.assign(size_t(in.n), 0);
+    for (int64_t i = 0; i < in.n; ++i)
+      if (!keep[size_t(i)]) cluster_ids[size_t(i)] = -1;
+  }
+  int64_t removed = 0;
+  for (auto k : keep) removed += !k;
+  log::infof("detector ", opt.method, ": ", removed, " of ", in.n,
+             " samples flagged as noise (", 100.0 * double(removed) / double(in.n), " %)");
+  log::info("per-class table:\n" + format_table(table));
+
+  std::vector<DetectionScore> scores;
+  for (const auto& d : dets) {
+    if (truth_flags.empty()) break;
+    scores.push_back(score_detection(d, truth_flags));
+    const auto& s = scores.back();
+    log::infof("detector ", d.method, " vs ground truth: precision ", s.precision, ", recall ",
+               s.recall, ", F1 ", s.f1, ", average precision ", s.average_precision, " (",
+               s.hits, " of ", s.flagged, " flagged are noise; ", s.truth, " noisy)");
+  }
+
+  if (ctx.comm.is_root()) {
+    h5::File f = h5::File::create(out.tmp_path());
+    put(f, "/cluster", cluster_ids);
+    put(f, "/keep", keep);
+    put(f, "/random_keep", random_keep);
+    put(f, "/sample_id", in.ids);
+    put(f, "/labels", in.labels);
+    f.create_group("/per_class");
+    std::vector<int32_t> cls;
+    std::vector<int64_t> samples, clusters, noise;
+    std::vector<double> pct;
+    for (const auto& r : table) {
+      cls.push_back(r.cls);
+      samples.push_back(r.samples);
+      clusters.push_back(r.clusters);
+      noise.push_back(r.noise);
+      pct.push_back(r.removed_pct);
+    }
+    put(f, "/per_class/class", cls);
+    put(f, "/per_class/samples", samples);
+    put(f, "/per_class/clusters", clusters);
+    put(f, "/per_class/noise", noise);
+    put(f, "/per_class/removed_pct", pct);
+    f.create_group("/detectors");
+    for (size_t k = 0; k < dets.size(); ++k)
+      write_detector(f, dets[k], scores.empty() ? nullptr : &scores[k]);
+    f.set_attr("/", "method", opt.method);
+    f.set_attr("/", "eps", have_clusters ? clustered.eps : 0.0);
+    f.set_attr("/", "eps_auto", int64_t(have_clusters && opt.auto_eps));
+    f.set_attr("/", "min_samples", opt.dbscan.min_samples);
+    f.set_attr("/", "per_class", int64_t(opt.per_class));
+    f.set_attr("/", "input", input);
+    f.set_attr("/", "input_dataset", dataset);
+    f.set_attr("/", "features", features);
+    if (opt.method == "knn") {
+      f.set_attr("/", "knn_k", int64_t(knn_k));
+      f.set_attr("/", "knn_threshold", knn_threshold);
+    }
+    if (opt.method == "gmm") f.set_attr("/", "log_likelihood", clustered.log_likelihood);
+    for (size_t k = 0; k < scores.size(); ++k) {
+      if (dets[k].method != opt.method) continue;
+      f.set_attr("/", "noise_precision", scores[k].precision);
+      f.set_attr("/", "noise_recall", scores[k].recall);
+      f.set_attr("/", "noise_f1", scores[k].f1);
+    }
+    h5::stamp(f, schema::kFilter, ctx.cfg.to_yaml());
+    f.close();
+    write_text_atomic(config_sidecar_path(output), ctx.cfg.to_yaml());
+  }
+  out.commit();
+  log::infof("wrote ", output);
+}
+
+}  // namespace sieve::cluster

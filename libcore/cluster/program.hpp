@@ -1,0 +1,18 @@
+// The cluster_filter program (tools/cluster_filter.cpp is its thin main).
+//
+// Reads the embedding (the input of the cluster methods) and, where present, the features
+// file (penultimate features and class probabilities: the inputs of the knn and confident
+// detectors). The detector named by filter.method makes /keep; /random_keep removes the
+// same number of samples per class at random. Where the dataset carries
+// /train/noise_truth and filter.compare is on, the reference detectors (dbscan, knn,
+// confident) all run and each is scored against the truth (docs/formats.md,
+// sieve.filter/1, group /detectors).
+#pragma once
+#include "config/tool.hpp"
+
+namespace sieve::cluster {
+
+void add_filter_flags(po::options_description& d);
+void cluster_filter_main(ToolContext& ctx);
+
+}  // namespace sieve::cluster
