@@ -42,7 +42,7 @@ INPUT = {  # the HDF5 input each program reads first (None: not an HDF5 reader)
 counts = {t: 0 for t in OUTPUT}
 failures = []
 case_no = 0
-# Cases that fail because of a defect in code this suite's owner may not change (data, embed):
+# Cases that fail because of a known, not yet fixed defect in the program under test:
 # (tool, what) -> why. They still run and are printed as XFAIL; one that passes is reported
 # (XPASS) so that the entry gets removed.
 EXPECTED_FAILURES = {}

@@ -26,7 +26,8 @@ if [ "$(id -u)" -eq 0 ]; then
   command -v setpriv >/dev/null || { echo "SKIP part 2: root and no setpriv"; echo "bad_output_dir: OK"; exit 0; }
   as_user=(setpriv --reuid=65534 --regid=65534 --clear-groups)
 fi
-# One rank, no mpirun: an unprivileged mpirun needs a writable session dir we do not set up.
+# One rank, no mpirun: an unprivileged mpirun needs a writable OpenMPI session directory (its
+# per-job temporary directory), which this test does not set up.
 ( cd /tmp && "${as_user[@]}" env HOME=/tmp "$TOOLS/pretrain" --config "$CONFIG" \
     --set run.dir="$dir" --output "$dir/ro/model.h5" ) >"$dir/ro.log" 2>&1
 rc=$?
