@@ -9,6 +9,7 @@
 //
 // Determinism: oneDNN's CPU kernels partition work statically for a given thread count and
 // reduce in a fixed order; OpenBLAS sgemm splits over M/N (not K). Same threads -> same bits.
+#include <string>
 #include <cblas.h>
 
 #include <cstring>
@@ -42,6 +43,23 @@ memory mem(const memory::desc& md, const float* p) {
   return memory(md, eng(), const_cast<float*>(p));
 }
 
+// oneDNN 2.6.3 (Debian 12) has an AVX2 convolution kernel that writes past its own buffer
+// when a channel count is not a multiple of 8 (valgrind: an 8-byte write after a 1,152-byte
+// block made at primitive creation; a 4-channel ResNet crashed or hung on an AVX2-only
+// EPYC). Such shapes step past the avx2 JIT implementation to the next one oneDNN offers
+// (gemm-based); they are the narrowest layers, where speed matters least. AVX-512 kernels
+// are not affected and are kept.
+template <typename PD>
+void avoid_avx2_jit_for_odd_channels(PD& pd, const ConvShape& s) {
+  if (s.c % 8 == 0 && s.k % 8 == 0) return;
+  auto avx2_jit = [&] {
+    const std::string name = pd.impl_info_str();  // e.g. "jit:avx2", "jit_1x1:avx2"
+    return name.rfind("jit", 0) == 0 && name.find(":avx2") != std::string::npos;
+  };
+  while (avx2_jit() && pd.next_impl()) {
+  }
+}
+
 class DnnlConv final : public ConvOp {
  public:
   explicit DnnlConv(const ConvShape& s) {
@@ -55,14 +73,17 @@ class DnnlConv final : public ConvOp {
                                        dnnl::algorithm::convolution_direct, src_md_, w_any, dst_md_,
                                        strides, pad, pad);
     fwd_pd_ = dnnl::convolution_forward::primitive_desc(fd, eng());
+    avoid_avx2_jit_for_odd_channels(fwd_pd_, s);
     fwd_ = dnnl::convolution_forward(fwd_pd_);
     dnnl::convolution_backward_data::desc bd(dnnl::algorithm::convolution_direct, src_md_, w_any,
                                              dst_md_, strides, pad, pad);
     bwd_d_pd_ = dnnl::convolution_backward_data::primitive_desc(bd, eng(), fwd_pd_);
+    avoid_avx2_jit_for_odd_channels(bwd_d_pd_, s);
     bwd_d_ = dnnl::convolution_backward_data(bwd_d_pd_);
     dnnl::convolution_backward_weights::desc bw(dnnl::algorithm::convolution_direct, src_md_, w_any,
                                                 dst_md_, strides, pad, pad);
     bwd_w_pd_ = dnnl::convolution_backward_weights::primitive_desc(bw, eng(), fwd_pd_);
+    avoid_avx2_jit_for_odd_channels(bwd_w_pd_, s);
     bwd_w_ = dnnl::convolution_backward_weights(bwd_w_pd_);
     // Weight reorders, created once: OIHW -> each primitive's layout, and the weight
     // gradient back to OIHW with a sum post-op, so it accumulates (+=) straight into grads.
