@@ -6,7 +6,8 @@ namespace sieve {
 // schedule, batch, checkpoints. Declared once here so both stages stay in step; the
 // trainer (libcore/train/train_config.cpp) reads them under the same prefix.
 void add_trainer_keys(ConfigSchema& s, const std::string& p, const std::string& arch,
-                      int64_t epochs, int64_t global_batch, double lr) {
+                      int64_t epochs, int64_t global_batch, double lr, int64_t ref_batch,
+                      double warmup_epochs) {
   s.add_string(p + ".model.arch", arch, "network architecture",
                {"mlp", "resnet18", "resnet34", "resnet50", "resnet101", "resnet152"});
   s.add_float(p + ".model.width", 1.0,
@@ -36,11 +37,15 @@ void add_trainer_keys(ConfigSchema& s, const std::string& p, const std::string& 
   s.add_bool(p + ".optimizer.lars", false,
              "LARS: per-layer trust ratio eta*|w|/(|g|+wd*|w|) (BN and bias excluded)");
   s.add_float(p + ".optimizer.lars_eta", 0.001, "LARS trust coefficient", 0.0);
-  s.add_int(p + ".schedule.ref_batch", 0,
+  s.add_int(p + ".schedule.ref_batch", ref_batch,
             "reference batch of optimizer.lr for linear scaling lr*global_batch/ref_batch "
             "(0: no scaling)",
             0);
-  s.add_float(p + ".schedule.warmup_epochs", 0.0,
+  s.add_string(p + ".schedule.scaling", "auto",
+               "how the LR follows global_batch/ref_batch = r: linear (lr*r), sqrt (lr*sqrt(r)) "
+               "or auto (linear up to r = 8, square root beyond; docs/training.md)",
+               {"auto", "linear", "sqrt"});
+  s.add_float(p + ".schedule.warmup_epochs", warmup_epochs,
               "gradual warm-up (epochs): LR rises linearly from ~0 to the scaled LR", 0.0);
   s.add_string(p + ".schedule.decay", "cosine", "LR decay after warm-up",
                {"none", "step", "cosine"});
@@ -56,7 +61,7 @@ void add_trainer_keys(ConfigSchema& s, const std::string& p, const std::string& 
 
 // Keys of the 'pretrain' section: the feature extractor (tools/pretrain).
 void add_pretrain_keys(ConfigSchema& s) {
-  add_trainer_keys(s, "pretrain", "resnet18", 30, 256, 0.1);
+  add_trainer_keys(s, "pretrain", "resnet18", 30, 256, 0.1, 0, 0.0);
   s.add_float("pretrain.holdout", 0.1,
               "fraction of each class of the training split held out of pretraining (seeded); "
               "the model at the epoch of peak held-out accuracy, before the network memorises "

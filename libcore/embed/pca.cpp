@@ -40,13 +40,20 @@ PcaModel pca_fit(const Comm& comm, const float* x, int64_t rows, int64_t F, int6
   m.whiten = whiten;
   SIEVE_CHECK(m.samples >= 2, "PCA needs at least 2 samples, found ", m.samples);
   const double n = double(m.samples);
+  // The mean and the covariance are rounded to float (the precision of the features): the
+  // sums above depend in their last bits (~1e-16) on how the rows were split over the ranks,
+  // and t-SNE downstream amplifies a one-ulp change of its input into a different layout.
+  // Rounded, the fit is the same for any rank count (unless an entry straddles a float
+  // rounding boundary, a ~1e-9 chance per entry), which keeps the per-class embedding
+  // independent of the rank count (reduce_dims).
   m.mean.assign(sums, sums + F);
-  for (auto& v : m.mean) v /= n;
+  for (auto& v : m.mean) v = double(float(v / n));
   // Covariance, upper triangle (row-major: j >= i).
   double total = 0.0;
   for (int64_t i = 0; i < F; ++i) {
     for (int64_t j = i; j < F; ++j)
-      G[i * F + j] = (G[i * F + j] - n * m.mean[i] * m.mean[j]) / (n - 1.0);
+      G[i * F + j] =
+          double(float((G[i * F + j] - n * (sums[i] / n) * (sums[j] / n)) / (n - 1.0)));
     total += G[i * F + i];
   }
   std::vector<double> w(static_cast<size_t>(F)), z(size_t(F * k));  // z [F,k]
@@ -90,11 +97,15 @@ void pca_transform(const PcaModel& m, const float* x, int64_t rows, float* out) 
     offset[c] = float(off);
   }
   if (rows == 0) return;
-  // out [rows,k] = x [rows,F] . W^T [F,k]
-  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, int(rows), int(k), int(F), 1.0f, x,
-              int(F), W.data(), int(F), 0.0f, out, int(k));
-  for (int64_t i = 0; i < rows; ++i)
+  // out [i,:] = W [k,F] . x [i,:] - offset, one matrix-vector product per row: a GEMM over
+  // all rows would round a row differently depending on where it falls in the kernel's
+  // blocking (edge tiles use other kernels), i.e. on how the rows were split over the
+  // ranks; per row, a row's projection is the same wherever it is computed.
+  for (int64_t i = 0; i < rows; ++i) {
+    cblas_sgemv(CblasRowMajor, CblasNoTrans, int(k), int(F), 1.0f, W.data(), int(F), x + i * F, 1,
+                0.0f, out + i * k, 1);
     for (int64_t c = 0; c < k; ++c) out[i * k + c] -= offset[c];
+  }
 }
 
 }  // namespace sieve::embed

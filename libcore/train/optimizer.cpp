@@ -56,6 +56,13 @@ void SgdOptimizer::step(float* w, const float* grads, double lr) {
   for (size_t i = 0; i < scratch_.size(); ++i) w[i] -= flr * g[i];
 }
 
+LrScaling parse_scaling(const std::string& s) {
+  if (s == "linear") return LrScaling::Linear;
+  if (s == "sqrt") return LrScaling::Sqrt;
+  if (s == "auto") return LrScaling::Auto;
+  throw UsageError(cat("LR scaling '", s, "': expected linear, sqrt or auto"));
+}
+
 Decay parse_decay(const std::string& s) {
   if (s == "none") return Decay::None;
   if (s == "step") return Decay::Step;
@@ -65,7 +72,14 @@ Decay parse_decay(const std::string& s) {
 
 LrSchedule::LrSchedule(ScheduleOptions o) : o_(std::move(o)) {
   peak_ = o_.base_lr;
-  if (o_.ref_batch > 0) peak_ *= double(o_.global_batch) / double(o_.ref_batch);
+  if (o_.ref_batch > 0) {
+    const double r = double(o_.global_batch) / double(o_.ref_batch);
+    switch (o_.scaling) {
+      case LrScaling::Linear: peak_ *= r; break;
+      case LrScaling::Sqrt: peak_ *= std::sqrt(r); break;
+      case LrScaling::Auto: peak_ *= r <= 8.0 ? r : 8.0 * std::sqrt(r / 8.0); break;
+    }
+  }
   warmup_steps_ = int64_t(std::llround(o_.warmup_epochs * double(o_.steps_per_epoch)));
   total_steps_ = o_.epochs * o_.steps_per_epoch;
 }

@@ -56,9 +56,19 @@ class SgdOptimizer {
 enum class Decay { None, Step, Cosine };
 Decay parse_decay(const std::string& s);
 
+// How the peak LR follows the global batch B relative to ref_batch (r = B / ref_batch):
+//   linear  base * r                      (Goyal et al. 2017; holds up to a few thousand)
+//   sqrt    base * sqrt(r)                (Krizhevsky 2014, Hoffer et al. 2017)
+//   auto    linear up to r = 8, then sqrt beyond: base * 8 * sqrt(r / 8), so that the
+//           batches where linear scaling is known to hold keep it and very large batches
+//           do not get a learning rate that diverges (docs/training.md)
+enum class LrScaling { Linear, Sqrt, Auto };
+LrScaling parse_scaling(const std::string& s);
+
 struct ScheduleOptions {
   double base_lr = 0.1;
-  int64_t ref_batch = 0;  // 0: no linear scaling
+  int64_t ref_batch = 0;  // 0: no scaling
+  LrScaling scaling = LrScaling::Linear;
   int64_t global_batch = 1;
   double warmup_epochs = 0.0;
   Decay decay = Decay::Cosine;
@@ -68,8 +78,8 @@ struct ScheduleOptions {
   int64_t steps_per_epoch = 1;
 };
 
-// LR as a function of the optimizer step: peak = base_lr * global_batch / ref_batch
-// (Goyal et al. linear scaling); warm-up rises linearly to the peak over warmup_epochs
+// LR as a function of the optimizer step: peak = base_lr scaled by global_batch / ref_batch
+// (see LrScaling); warm-up rises linearly to the peak over warmup_epochs
 // (lr at step s = peak*(s+1)/warmup_steps); after it, step decay by epoch milestones or
 // cosine decay to 0 over the remaining steps.
 class LrSchedule {

@@ -83,7 +83,7 @@ void extract_features_main(ToolContext& ctx) {
     if (model_choice == "auto") model_choice = fs::exists(rp.early_model()) ? "early" : "final";
     model_path = model_choice == "early" ? rp.early_model() : rp.model();
     if (model_choice == "early" && !fs::exists(model_path))
-      throw UsageError(cat("features.model=early: ", model_path,
+      throw Error(cat("features.model=early: ", model_path,
                            " does not exist (pretrain writes it when pretrain.holdout > 0)"));
     log::info(cat("features from the ", model_choice, " model ", model_path,
                   model_choice == "early" ? " (held-out accuracy peak)" : ""));

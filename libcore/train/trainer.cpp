@@ -68,6 +68,7 @@ TrainOptions read_train_options(const Config& cfg, const std::string& p) {
   o.opt.lars_eta = cfg.get_float(p + ".optimizer.lars_eta");
   o.sched.base_lr = cfg.get_float(p + ".optimizer.lr");
   o.sched.ref_batch = cfg.get_int(p + ".schedule.ref_batch");
+  o.sched.scaling = parse_scaling(cfg.get_string(p + ".schedule.scaling"));
   o.sched.warmup_epochs = cfg.get_float(p + ".schedule.warmup_epochs");
   o.sched.decay = parse_decay(cfg.get_string(p + ".schedule.decay"));
   o.sched.milestones = cfg.get_int_list(p + ".schedule.milestones");

@@ -33,7 +33,8 @@ OUTPUT = {  # each program's output inside run.dir
 INPUT = {  # the HDF5 input each program reads first (None: not an HDF5 reader)
     "shard_dataset": None,
     "pretrain": "dataset.h5",
-    "extract_features": "pretrain/model.h5",
+    # features.model=auto reads the early-learning model when pretrain wrote one (it did)
+    "extract_features": "pretrain/model_early.h5",
     "reduce_dims": "features.h5",
     "cluster_filter": "embedding.h5",
     "train_scaled": "filter.h5",
@@ -183,9 +184,12 @@ def input_file_cases(tool):
         # The report is made from whatever stages have run: a missing input leaves its
         # section out with a note (docs/report.md), so "missing" is not an error there.
         return
+    # Without the early model, features.model=auto falls back to model.h5 (by design); asked
+    # for the early one by name, its absence is an error.
+    missing_args = ["--set", "features.model=early"] if tool == "extract_features" else []
     d = fresh_run(tool)
     os.remove(os.path.join(d, rel))
-    check(tool, f"{rel} missing", base_args(d), d, (1,), rel)
+    check(tool, f"{rel} missing", base_args(d, *missing_args), d, (1,), rel)
 
 
 def dataset_edit_cases(tool):

@@ -5,7 +5,10 @@
 #     the previous checkpoint intact and loadable, no file under the new checkpoint's name,
 #     no model.h5, no temporary file left;
 #  B. the final model cannot be written over an existing one (--overwrite): exit 1, one
-#     error line naming model.h5, the old model.h5 byte-identical and loadable.
+#     error line naming model.h5, the old model.h5 byte-identical and loadable;
+#  C. the early-learning model (pretrain.holdout > 0) cannot be written at the first
+#     held-out peak: exit 1, one error line naming model_early.h5, no model_early.h5, no
+#     model.h5, no temporary file left.
 . "$SIEVE_SOURCE_DIR/tests/fault/fault_common.bash"
 dir="$(scratch disk_full)"
 make_dataset "$dir"
@@ -49,5 +52,19 @@ echo "  B: exit $rc: $line"
 echo "$line" | grep -q "model.h5" || fail "B: error does not name model.h5"
 [ "$(sha256sum <"$model")" = "$model_sum" ] || fail "B: existing model.h5 changed"
 loadable_finite "$model" || fail "B: existing model.h5 not loadable"
+no_tmp_files "$dir/pretrain"
+
+# C: a fresh run (it first removes B's outputs' early model, if any) with a held-out part.
+rm -f "$dir/pretrain/model.h5"
+limit=$(($(stat -c %s "$ck") / 1024 / 4))
+FSIZE_LIMIT_KB=$limit pretrain_fg "$dir" "$dir/c.log" --overwrite --set pretrain.holdout=0.2 \
+  --set pretrain.checkpoint.every_steps=0 --set pretrain.checkpoint.every_epochs=0
+rc=$?
+line="$(one_error_line pretrain "$dir/c.log")" || exit 1
+echo "  C: exit $rc: $line"
+[ "$rc" -eq 1 ] || { cat "$dir/c.log"; fail "C: exit $rc, expected 1"; }
+echo "$line" | grep -q "model_early.h5" || fail "C: error does not name model_early.h5"
+[ -e "$dir/pretrain/model_early.h5" ] && fail "C: model_early.h5 exists"
+[ -e "$dir/pretrain/model.h5" ] && fail "C: model.h5 exists"
 no_tmp_files "$dir/pretrain"
 echo "disk_full: OK"

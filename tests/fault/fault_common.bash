@@ -31,8 +31,10 @@ make_dataset() {
 
 # Config overrides shared by every training run of one test, so that runs are comparable.
 # 8 steps per epoch (240 samples / 32), 2 epochs, a checkpoint every 2 steps.
+# No held-out part (pretrain.holdout=0): all 240 samples train, and no early model is
+# written between checkpoints; disk_full.sh tests the early model's write on its own.
 TRAIN_SETS=(--set pretrain.epochs=2 --set pretrain.checkpoint.every_steps=2
-            --set pretrain.checkpoint.keep=3)
+            --set pretrain.checkpoint.keep=3 --set pretrain.holdout=0)
 
 # pretrain_bg RUN_DIR LOG [extra args]: start a 2-rank pretrain in the background; sets
 # MPIRUN_PID. The dataset is RUN_DIR/dataset.h5. Each step is slowed by 150 ms (a test hook

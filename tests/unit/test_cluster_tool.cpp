@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <filesystem>
+#include <iostream>
 #include <map>
 #include <random>
 
@@ -74,6 +75,9 @@ void write_truth(const std::string& path, const Synthetic& s) {
   h5::stamp(f, schema::kDataset, "");
 }
 
+// The reference method on an embedding; the default (knn) needs a features file.
+const std::string kDbscan = " --set filter.method=dbscan";
+
 int run(const std::string& args, std::string* out = nullptr) {
   std::string o;
   int rc = test::run_command(test::tool_path("cluster_filter") + " " + args, &o);
@@ -90,7 +94,7 @@ TEST(ClusterFilterTool, DbscanOnBlobsWithInjectedNoise) {
   write_truth(dir + "/data.h5", s);
   std::string log;
   ASSERT_EQ(run("--input " + dir + "/emb.h5 --truth " + dir + "/data.h5 --output " + dir +
-                    "/filter.h5 --set filter.dbscan.eps=0.3 --set filter.dbscan.min_samples=5",
+                    "/filter.h5 --set filter.dbscan.eps=0.3 --set filter.dbscan.min_samples=5" + kDbscan,
                 &log),
             0)
       << log;
@@ -153,11 +157,13 @@ TEST(ClusterFilterTool, DbscanOnBlobsWithInjectedNoise) {
   EXPECT_NE(rkeep, keep);
   EXPECT_TRUE(fs::exists(dir + "/filter.config.yaml"));
   // Existing output without --overwrite is refused; with it, the same result again.
-  EXPECT_EQ(run("--input " + dir + "/emb.h5 --output " + dir + "/filter.h5", &log), 2) << log;
+  EXPECT_EQ(run("--input " + dir + "/emb.h5 --output " + dir + "/filter.h5" + kDbscan, &log), 2)
+      << log;
   EXPECT_NE(log.find("exists"), std::string::npos) << log;
   ASSERT_EQ(
       run("--input " + dir + "/emb.h5 --truth " + dir + "/data.h5 --output " + dir +
-          "/filter.h5 --overwrite --set filter.dbscan.eps=0.3 --set filter.dbscan.min_samples=5"),
+          "/filter.h5 --overwrite --set filter.dbscan.eps=0.3 --set filter.dbscan.min_samples=5" +
+          kDbscan),
       0);
   EXPECT_EQ(h5::File::open(dir + "/filter.h5").read_all<uint8_t>("/random_keep"), rkeep);
 }
@@ -171,7 +177,7 @@ TEST(ClusterFilterTool, AutoEpsGmmKmeansAndFeatureInput) {
   std::string log;
   ASSERT_EQ(run(base + "--output " + dir +
                     "/auto.h5 --set filter.dbscan.auto_eps=true "
-                    "--set filter.dbscan.min_samples=5",
+                    "--set filter.dbscan.min_samples=5" + kDbscan,
                 &log),
             0)
       << log;
@@ -209,12 +215,90 @@ TEST(ClusterFilterTool, AutoEpsGmmKmeansAndFeatureInput) {
     for (int k = 0; k < 5; ++k) x5.push_back(s.x[2 * i + k % 2] * (k < 2 ? 1.0f : 0.5f));
   write_embedding(dir + "/feat.h5", x5, 5, s.labels, s.ids, schema::kFeatures, "/train/features");
   ASSERT_EQ(run("--input " + dir + "/feat.h5 --input-dataset /train/features --output " + dir +
-                    "/feat_filter.h5 --set filter.dbscan.eps=0.5",
+                    "/feat_filter.h5 --set filter.dbscan.eps=0.5" + kDbscan,
                 &log),
             0)
       << log;
   EXPECT_EQ(h5::File::open(dir + "/feat_filter.h5").attr_string("/", "input_dataset"),
             "/train/features");
+}
+
+// The default detector (knn vote on the penultimate features) with every detector compared
+// against the truth: features and class probabilities in a features file, the 2-D embedding
+// for DBSCAN, all three joined on sample id in different row orders.
+TEST(ClusterFilterTool, KnnDefaultComparesEveryDetectorAgainstTheTruth) {
+  std::string dir = test::scratch_dir("cluster_tool_compare");
+  Synthetic s = make_synthetic(3, 300, 4);  // the 2-D embedding (5 % background)
+  // Features: class directions in 6-D; the background rows sit in another class's
+  // direction (as a mislabelled image would), and the probabilities say so too.
+  const int F = 6, C = 3;
+  std::mt19937_64 rng(11);
+  std::normal_distribution<float> N(0, 0.1f);
+  std::vector<float> feats, probs;
+  for (size_t i = 0; i < s.labels.size(); ++i) {
+    const int looks_like = s.noise[i] ? (s.labels[i] + 1) % C : s.labels[i];
+    for (int j = 0; j < F; ++j) feats.push_back((j == looks_like ? 1.0f : 0.0f) + N(rng));
+    for (int j = 0; j < C; ++j) probs.push_back(j == looks_like ? 0.8f : 0.1f);
+  }
+  std::vector<int64_t> rev_ids(s.ids.rbegin(), s.ids.rend());
+  std::vector<int32_t> rev_labels(s.labels.rbegin(), s.labels.rend());
+  auto reverse_rows = [](const std::vector<float>& v, int w) {
+    std::vector<float> out;
+    for (size_t r = v.size() / w; r-- > 0;) out.insert(out.end(), v.begin() + r * w, v.begin() + (r + 1) * w);
+    return out;
+  };
+  write_embedding(dir + "/feat.h5", reverse_rows(feats, F), F, rev_labels, rev_ids,
+                  schema::kFeatures, "/train/features");
+  {
+    h5::File f = h5::File::open_rw(dir + "/feat.h5");
+    put(f, "/train/probs", reverse_rows(probs, C), {hsize_t(s.labels.size()), hsize_t(C)});
+  }
+  write_embedding(dir + "/emb.h5", s.x, 2, s.labels, s.ids);
+  write_truth(dir + "/data.h5", s);
+  std::string log;
+  ASSERT_EQ(run("--input " + dir + "/emb.h5 --features " + dir + "/feat.h5 --truth " + dir +
+                    "/data.h5 --output " + dir + "/filter.h5 --set filter.dbscan.eps=0.3",
+                &log),
+            0)
+      << log;
+  h5::File f = h5::File::open(dir + "/filter.h5");
+  EXPECT_EQ(f.attr_string("/", "method"), "knn");
+  auto keep = f.read_all<uint8_t>("/keep");
+  int64_t hits = 0, flagged = 0, truth = 0;
+  for (size_t i = 0; i < keep.size(); ++i) {
+    flagged += !keep[i];
+    truth += s.noise[i];
+    hits += !keep[i] && s.noise[i];
+  }
+  EXPECT_EQ(hits, truth);  // every background row is voted out, nothing else
+  EXPECT_EQ(flagged, truth);
+  EXPECT_DOUBLE_EQ(f.attr_double("/", "noise_f1"), 1.0);
+  for (std::string m : {"knn", "confident", "dbscan"}) {
+    const std::string g = "/detectors/" + m;
+    ASSERT_TRUE(f.exists(g + "/score")) << m;
+    auto flag = f.read_all<uint8_t>(g + "/flag");
+    ASSERT_EQ(flag.size(), keep.size()) << m;
+    int64_t h = 0, n = 0;
+    for (size_t i = 0; i < flag.size(); ++i) {
+      n += flag[i];
+      h += flag[i] && s.noise[i];
+    }
+    EXPECT_EQ(f.attr_int(g, "flagged"), n) << m;
+    EXPECT_EQ(f.attr_int(g, "hits"), h) << m;
+    EXPECT_NEAR(f.attr_double(g, "precision"), n ? double(h) / n : 0.0, 1e-12) << m;
+    EXPECT_NEAR(f.attr_double(g, "recall"), double(h) / truth, 1e-12) << m;
+    auto pr = f.read_all<float>(g + "/pr");
+    EXPECT_GE(pr.size(), 3u) << m;
+    EXPECT_FLOAT_EQ(pr[pr.size() - 1], 1.0f) << m;  // the last point reaches recall 1
+  }
+  if (::testing::Test::HasFailure()) std::cerr << log;
+  EXPECT_GT(f.attr_double("/detectors/confident", "f1"), 0.99);
+  EXPECT_GT(f.attr_double("/detectors/dbscan", "recall"), 0.9);
+  EXPECT_NE(log.find("detector dbscan vs ground truth"), std::string::npos) << log;
+  // knn without a features file names the file it looked for.
+  EXPECT_EQ(run("--input " + dir + "/emb.h5 --output " + dir + "/nofeat.h5", &log), 2) << log;
+  EXPECT_NE(log.find("--features"), std::string::npos) << log;
+  EXPECT_FALSE(fs::exists(dir + "/nofeat.h5"));
 }
 
 TEST(ClusterFilterTool, BadInputGivesClearErrorsAndNoOutput) {
@@ -223,7 +307,7 @@ TEST(ClusterFilterTool, BadInputGivesClearErrorsAndNoOutput) {
   write_embedding(dir + "/good.h5", s.x, 2, s.labels, s.ids);
   auto expect_fail = [&](const std::string& args, int code, const std::string& needle) {
     std::string out = dir + "/out.h5", log;
-    EXPECT_EQ(run(args + " --output " + out, &log), code) << args << "\n" << log;
+    EXPECT_EQ(run(kDbscan + " " + args + " --output " + out, &log), code) << args << "\n" << log;
     EXPECT_NE(log.find(needle), std::string::npos) << "expected '" << needle << "' in: " << log;
     EXPECT_FALSE(fs::exists(out)) << args;
   };

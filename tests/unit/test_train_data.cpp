@@ -2,11 +2,13 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <map>
 #include <set>
 
 #include "config/sections.hpp"
 #include "support/test_util.hpp"
 #include "test_train_util.hpp"
+#include "train/holdout.hpp"
 #include "train/loader.hpp"
 #include "train/sweep.hpp"
 
@@ -175,4 +177,48 @@ TEST(TrainData, LabelOutsideTheClassesIsAnErrorNamingTheRow) {
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("/train/labels[2] = 9"), std::string::npos) << e.what();
   }
+}
+
+// The held-out split: stratified, a function of (seed, sample id) only, disjoint.
+TEST(TrainData, HoldoutIsStratifiedKeyedBySampleIdAndDisjoint) {
+  SplitData d;
+  d.image = false;
+  d.f = 1;
+  for (int64_t i = 0; i < 300; ++i) {  // class sizes 50, 100, 150
+    int32_t c = i < 50 ? 0 : i < 150 ? 1 : 2;
+    d.labels.push_back(c);
+    d.sample_id.push_back(1000 + 7 * i);
+    d.features.push_back(float(i));
+  }
+  d.n = 300;
+  HoldoutSplit s = split_holdout(d, 0.1, 42);
+  EXPECT_EQ(s.train.size() + s.holdout.size(), 300u);
+  std::map<int32_t, int> held;
+  std::set<int64_t> ids;
+  for (auto r : s.holdout) {
+    ++held[d.labels[size_t(r)]];
+    ids.insert(d.sample_id[size_t(r)]);
+  }
+  EXPECT_EQ(held[0], 5);
+  EXPECT_EQ(held[1], 10);
+  EXPECT_EQ(held[2], 15);
+  for (auto r : s.train) EXPECT_EQ(ids.count(d.sample_id[size_t(r)]), 0u);
+  EXPECT_TRUE(std::is_sorted(s.train.begin(), s.train.end()));
+  // Reversing the rows holds out the same samples (by id), and another seed other ones.
+  SplitData rev = d;
+  std::reverse(rev.labels.begin(), rev.labels.end());
+  std::reverse(rev.sample_id.begin(), rev.sample_id.end());
+  std::set<int64_t> rev_ids;
+  for (auto r : split_holdout(rev, 0.1, 42).holdout) rev_ids.insert(rev.sample_id[size_t(r)]);
+  EXPECT_EQ(rev_ids, ids);
+  std::set<int64_t> other;
+  for (auto r : split_holdout(d, 0.1, 43).holdout) other.insert(d.sample_id[size_t(r)]);
+  EXPECT_NE(other, ids);
+  // A class of one sample keeps it for training; fraction 0 holds out nothing.
+  SplitData one = d;
+  one.labels[0] = 7;
+  HoldoutSplit h = split_holdout(one, 0.5, 1);
+  EXPECT_EQ(h.holdout.size(), 25u + 50u + 75u);  // llround(24.5) = 25 of class 0's 49
+  EXPECT_TRUE(std::find(h.train.begin(), h.train.end(), 0) != h.train.end());
+  EXPECT_TRUE(split_holdout(d, 0.0, 1).holdout.empty());
 }

@@ -114,3 +114,28 @@ TEST(TrainOptim, ScheduleLinearScalingWarmupStepAndCosine) {
   EXPECT_DOUBLE_EQ(LrSchedule(s).lr_at(33), 0.1);
   EXPECT_THROW(parse_decay("linear"), sieve::UsageError);
 }
+
+// Peak LR against the batch ratio r = global_batch / ref_batch for each scaling rule.
+TEST(TrainOptim, ScheduleScalingRules) {
+  ScheduleOptions s;
+  s.base_lr = 0.1;
+  s.ref_batch = 256;
+  auto peak = [&](LrScaling rule, int64_t batch) {
+    s.scaling = rule;
+    s.global_batch = batch;
+    return LrSchedule(s).peak();
+  };
+  EXPECT_NEAR(peak(LrScaling::Linear, 4096), 0.1 * 16, 1e-12);
+  EXPECT_NEAR(peak(LrScaling::Sqrt, 4096), 0.1 * 4, 1e-12);
+  EXPECT_NEAR(peak(LrScaling::Sqrt, 64), 0.1 * 0.5, 1e-12);  // smaller batches too
+  // auto: linear while r <= 8, then grows as sqrt from there (continuous at r = 8).
+  EXPECT_NEAR(peak(LrScaling::Auto, 1024), 0.1 * 4, 1e-12);
+  EXPECT_NEAR(peak(LrScaling::Auto, 2048), 0.1 * 8, 1e-12);
+  EXPECT_NEAR(peak(LrScaling::Auto, 8192), 0.1 * 8 * 2, 1e-12);  // r = 32: 8 * sqrt(4)
+  EXPECT_NEAR(peak(LrScaling::Auto, 20480), 0.1 * 8 * std::sqrt(10.0), 1e-12);
+  EXPECT_LT(peak(LrScaling::Auto, 20480), peak(LrScaling::Linear, 20480));
+  EXPECT_NEAR(peak(LrScaling::Auto, 128), 0.05, 1e-12);
+  EXPECT_EQ(parse_scaling("sqrt"), LrScaling::Sqrt);
+  EXPECT_EQ(parse_scaling("auto"), LrScaling::Auto);
+  EXPECT_THROW(parse_scaling("quadratic"), sieve::UsageError);
+}

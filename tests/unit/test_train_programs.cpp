@@ -49,8 +49,12 @@ TEST(TrainPrograms, SmallResnetLearnsSyntheticImagesAndFeaturesAreExtracted) {
   EXPECT_EQ(dims[0], 256u);
   EXPECT_EQ(dims[1], 64u);  // ResNet-18 at width 1/8: 512/8
   EXPECT_EQ(f.require<float>("/test/features", 2)[0], 64u);
-  // Row 5 equals the model's own features for sample 5 (independent forward here).
-  auto model = train::load_model(d + "/pretrain/model.h5");
+  // By default the features come from the early-learning model (held-out peak), which
+  // pretrain wrote beside the final one.
+  ASSERT_TRUE(fs::exists(d + "/pretrain/model_early.h5"));
+  EXPECT_EQ(f.attr_string("/", "model_choice"), "early");
+  // Row 5 equals that model's own features for sample 5 (independent forward here).
+  auto model = train::load_model(d + "/pretrain/model_early.h5");
   auto meta = train::read_dataset_meta(d + "/dataset.h5");
   auto split = train::read_split(d + "/dataset.h5", "train");
   train::Batch b;
@@ -61,6 +65,14 @@ TEST(TrainPrograms, SmallResnetLearnsSyntheticImagesAndFeaturesAreExtracted) {
   f.read_rows<float>("/train/features", 5, 1, row.data());
   for (int j = 0; j < 64; ++j) EXPECT_NEAR(row[j], model->features()[j], 1e-4) << j;
   EXPECT_EQ(f.read_all<int64_t>("/train/sample_id"), split.sample_id);
+  // Class probabilities for the confident detector: one row per sample, each summing to 1.
+  auto probs = f.read_all<float>("/train/probs");
+  ASSERT_EQ(probs.size(), 256u * 4);
+  for (size_t i = 0; i < 256; ++i) {
+    double sum = 0;
+    for (int c = 0; c < 4; ++c) sum += probs[i * 4 + c];
+    EXPECT_NEAR(sum, 1.0, 1e-5) << i;
+  }
 }
 
 TEST(TrainPrograms, MlpReachesNinetyFivePercentOnIris) {
