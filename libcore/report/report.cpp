@@ -8,6 +8,7 @@
 
 #include "io/atomic_output.hpp"
 #include "report/estimates.hpp"
+#include "report/results.hpp"
 #include "report/sections.hpp"
 #include "util/log.hpp"
 
@@ -217,6 +218,8 @@ void make_report(const Config& cfg, const ReportOptions& opt, const Comm& comm) 
     char stamp[64];
     std::strftime(stamp, sizeof stamp, "%Y-%m-%d %H:%M:%S UTC", std::gmtime(&now));
     doc.paragraph(cat("Generated ", stamp, " by report (Sieve ", SIEVE_VERSION, ")."));
+    // The one-sentence answer first; section "Accuracy vs global batch" has the details.
+    doc.paragraph(analyze_results(data.runs).summary);
     using Fn = void (*)(SectionContext&);
     const std::pair<const char*, Fn> sections[] = {
         {"overview", section_overview},     {"accuracy", section_accuracy},

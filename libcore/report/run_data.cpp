@@ -1,6 +1,7 @@
 #include "report/run_data.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <regex>
@@ -40,6 +41,26 @@ int64_t integer(const Json& j, const std::string& key, const std::string& path, 
   if (!v->is_number_integer() && !v->is_number_unsigned())
     throw Error(cat(path, ": field '", key, "': expected an integer, found ", v->type_name()));
   return v->get<int64_t>();
+}
+
+// "sweep": {"global_batch": "64"} (train_scaled writes the grid's text) or a number.
+int64_t requested_batch(const Json& j, const std::string& path, int64_t actual) {
+  auto sw = j.find("sweep");
+  if (sw == j.end() || !sw->is_object()) return actual;
+  auto gb = sw->find("global_batch");
+  if (gb == sw->end() || gb->is_null()) return actual;
+  if (gb->is_number_integer() || gb->is_number_unsigned()) return gb->get<int64_t>();
+  if (gb->is_string()) {
+    const std::string t = gb->get<std::string>();
+    try {
+      size_t used = 0;
+      int64_t v = std::stoll(t, &used);
+      if (used == t.size() && v > 0) return v;
+    } catch (const std::exception&) {
+    }
+  }
+  throw Error(cat(path, ": field 'sweep/global_batch': expected a positive integer, found ",
+                  gb->dump()));
 }
 
 std::string slurp(const std::string& path) {
@@ -237,7 +258,21 @@ RunResult parse_result(const Json& j, const std::string& path) {
               ": field 'arm': expected full, filtered or random, found '", r.arm, "'");
   r.global_batch = integer(j, "global_batch", path, true, 0);
   SIEVE_CHECK(r.global_batch > 0, path, ": field 'global_batch' must be positive");
-  r.final_test_acc = num(j, "final_test_acc", path, true);
+  r.requested_batch = requested_batch(j, path, r.global_batch);
+  if (const Json* dv = field(j, "diverged", path, false)) {
+    SIEVE_CHECK(dv->is_boolean(), path, ": field 'diverged': expected a boolean, found ",
+                dv->type_name());
+    r.diverged = dv->get<bool>();
+  }
+  // A diverged run has no final accuracy (null); anything else must report one.
+  r.final_test_acc = num(j, "final_test_acc", path, !r.diverged);
+  if (r.diverged) {
+    r.final_test_acc = kNaN;
+    r.diverged_at_step = integer(j, "diverged_at_step", path, false, -1);
+    r.last_eval_test_acc = num(j, "last_eval_test_acc", path, false);
+    if (r.last_eval_test_acc < 0) r.last_eval_test_acc = kNaN;
+  }
+  r.num_classes = integer(j, "num_classes", path, false, 0);
   r.ranks = integer(j, "ranks", path, false, 1);
   SIEVE_CHECK(r.ranks > 0, path, ": field 'ranks' must be positive");
   r.seed = integer(j, "seed", path, false, 0);
@@ -275,7 +310,24 @@ RunData load_run(const std::string& run_dir, const std::string& sweep_dir) {
   load_embedding(d);
   load_filter(d);
   load_runs(d);
+  mark_runs(d.runs, d.dataset.present ? d.dataset.num_classes : 0);
   return d;
+}
+
+std::string RunResult::mark() const {
+  if (diverged) return "diverged";
+  if (collapsed) return "collapsed (near chance)";
+  return "";
+}
+
+void mark_runs(std::vector<RunResult>& runs, int64_t classes) {
+  for (auto& r : runs) {
+    const int64_t k = classes > 0 ? classes : r.num_classes;
+    if (k <= 0) continue;
+    r.chance = 1.0 / double(k);
+    r.collapsed = !r.diverged && !std::isnan(r.final_test_acc) &&
+                  r.final_test_acc <= kCollapseFactor * r.chance;
+  }
 }
 
 std::string class_name(const RunData& d, int64_t k) {

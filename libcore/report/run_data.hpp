@@ -27,7 +27,30 @@ struct RunResult {
   double time_to_best_s = kNaN, images_per_s = kNaN, images_per_s_per_rank = kNaN;
   double weight_decay = kNaN, lr = kNaN;
   size_t epochs_logged = 0;  // lines of metrics.jsonl (0 when absent)
+  // The global batch the sweep asked for (result.json "sweep"/"global_batch"); equals
+  // global_batch when the sweep did not vary it. They differ when train_scaled capped the
+  // batch at the data size: such runs are a batch of their own, never pooled with others.
+  int64_t requested_batch = 0;
+  // train_scaled stopped on a non-finite loss/gradient (result.json "diverged": true):
+  // final_test_acc is NaN, last_eval_test_acc the last evaluation before it (NaN if none).
+  bool diverged = false;
+  int64_t diverged_at_step = -1;
+  double last_eval_test_acc = kNaN;
+  int64_t num_classes = 0;  // result.json "num_classes" (0: not written)
+  // Final test accuracy <= kCollapseFactor / classes (set by load_run, see mark_runs).
+  bool collapsed = false;
+  double chance = kNaN;  // 1 / classes when known
+  // "diverged", "collapsed (near chance)" or "".
+  std::string mark() const;
 };
+
+// A run whose final test accuracy is at most this many times chance learned (almost)
+// nothing: it is flagged, not hidden (it stays in the means, diverged runs do not).
+inline constexpr double kCollapseFactor = 1.5;
+
+// Sets collapsed/chance of every run from the class count (dataset.h5's when `classes` > 0,
+// else the run's own num_classes); runs without either are not checked.
+void mark_runs(std::vector<RunResult>& runs, int64_t classes);
 
 // Parse one result.json text; `path` names the file in errors.
 RunResult parse_result(const Json& j, const std::string& path);

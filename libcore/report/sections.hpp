@@ -8,6 +8,7 @@
 #include "report/document.hpp"
 #include "report/plot.hpp"
 #include "report/run_data.hpp"
+#include "report/stats.hpp"
 #include "util/error.hpp"
 
 namespace sieve::report {
@@ -31,12 +32,5 @@ void section_embedding(SectionContext& c);
 void section_throughput(SectionContext& c);
 void section_pretrain(SectionContext& c);
 void section_estimates(SectionContext& c);
-
-// Mean and sample standard deviation (0 for one value) ignoring NaNs; n = values used.
-struct Stats {
-  double mean = kNaN, std = kNaN, min = kNaN, max = kNaN;
-  int64_t n = 0;
-};
-Stats stats_of(const std::vector<double>& v);
 
 }  // namespace sieve::report

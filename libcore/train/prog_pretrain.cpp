@@ -253,10 +253,21 @@ void train_scaled_main(ToolContext& ctx) {
   Trainer trainer(ctx.comm, opt, data.train, data.has_test ? &data.test : nullptr, data.meta,
                   active, run_dir + "/checkpoints", run_dir + "/metrics.jsonl", cfg.to_yaml());
   TrainResult r;
+  // A diverged run is a result of the sweep, not a failed task: it is recorded in
+  // result.json ("diverged": true) and the program exits 0, so that one bad learning rate
+  // does not stop the Slurm afterok chain before the report, which marks the run.
+  bool diverged = false;
+  int64_t diverged_step = -1;
   try {
     r = trainer.run(resume);
   } catch (const StopRequested& s) {
     exit_for_requeue(ctx.comm, s.checkpoint);
+  } catch (const Diverged& d) {
+    diverged = true;
+    diverged_step = d.step;
+    r = d.partial;
+    log::warn(cat("sweep run ", index, ": ", d.what(), "; recorded as diverged in ",
+                  result_path, " (exit 0)"));
   }
   if (ctx.comm.is_root()) {
     Json j;
@@ -287,10 +298,22 @@ void train_scaled_main(ToolContext& ctx) {
     j["images_per_s"] = r.images_per_s;
     j["images_per_s_per_rank"] = r.images_per_s_per_rank;
     j["elapsed_s"] = r.elapsed_s;
+    j["num_classes"] = data.meta.num_classes;
+    j["diverged"] = diverged;
+    if (diverged) {
+      // No final accuracy exists; the last evaluation before the divergence (if any) is
+      // kept under its own name so that nothing reads it as the run's result.
+      j["diverged_at_step"] = diverged_step;
+      j["last_eval_test_acc"] = r.final_test_acc >= 0 ? Json(r.final_test_acc) : Json(nullptr);
+      for (const char* k : {"final_test_acc", "best_test_acc", "best_epoch", "time_to_best_s",
+                            "final_test_loss", "train_acc", "train_loss", "gen_gap"})
+        j[k] = nullptr;
+    }
     write_text_atomic(run_dir + "/config.yaml", cfg.to_yaml());
     write_text_atomic(result_path, j.dump(2) + "\n");
   }
   ctx.comm.barrier();
+  if (diverged) return;
   log::info(cat("wrote ", result_path, ": test acc ", r.final_test_acc, " (best ",
                 r.best_test_acc, "), train acc ", r.final_train_acc, ", ",
                 int64_t(r.images_per_s), " img/s"));

@@ -288,10 +288,13 @@ TrainResult Trainer::run(bool resume) {
         std::string last;
         if (comm_.is_root()) last = latest_checkpoint(ckpt_dir_);
         comm_.bcast_string(last);
-        throw CollectiveError(cat("divergence at step ", st.step, " (epoch ", e + 1, "): ",
-                        std::isfinite(stats[0]) ? "non-finite gradient" : "non-finite loss",
-                        "; stopped without writing a checkpoint; last good checkpoint: ",
-                        last.empty() ? "none" : last));
+        res.steps = st.step;
+        res.elapsed_s = now_s() - t0;
+        throw Diverged(cat("divergence at step ", st.step, " (epoch ", e + 1, "): ",
+                           std::isfinite(stats[0]) ? "non-finite gradient" : "non-finite loss",
+                           "; stopped without writing a checkpoint; last good checkpoint: ",
+                           last.empty() ? "none" : last),
+                       st.step, e + 1, res);
       }
       opt_->step(model_->params(), g, lr);
       ++st.step;

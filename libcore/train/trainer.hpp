@@ -55,6 +55,17 @@ struct TrainResult {
   double peak_lr = 0;
 };
 
+// Thrown on every rank alike when the loss or the gradient sum is non-finite (message
+// "divergence at step S ..."). A CollectiveError, so pretrain fails with it as before;
+// train_scaled catches it to record the divergence in result.json. `partial`: what was
+// known at that step (batch, samples, the last evaluation if one ran, else -1).
+struct Diverged : CollectiveError {
+  Diverged(const std::string& what, int64_t step, int64_t epoch, TrainResult partial)
+      : CollectiveError(what), step(step), epoch(epoch), partial(partial) {}
+  int64_t step, epoch;
+  TrainResult partial;
+};
+
 // Thrown when a stop signal was handled: the checkpoint is written on every rank.
 struct StopRequested {
   std::string checkpoint;
