@@ -216,8 +216,14 @@ TEST(ReportTool, FullRunDirectoryGivesTablesFiguresAndMatchingCsv) {
     EXPECT_NEAR(std::stod(acc[r][5]), sd, 1e-6);
     EXPECT_NEAR(std::stod(acc[r][6]), std::min(a1, a2), 1e-6);
   }
-  // The comparison table shows filtered - full = +2.00 points at every batch.
-  EXPECT_NE(md.find("| 16 | 80.60 | 82.60 | 77.60 | 2.00 | 5.00 |"), std::string::npos) << md;
+  // The comparison table: per-arm means with the 95 % t half-width over the two seeds
+  // (t_{0.975,1} = 12.706, sd = 0.2828: 12.706 * 0.2828 / sqrt(2) = 2.54), and filtered -
+  // full = +2.00 points in both seeds (a zero-width interval) at every batch.
+  EXPECT_NE(md.find("| 16 | 80.60 ± 2.54 | 82.60 ± 2.54 | 77.60 ± 2.54 | +2.00 | +2.00 to +2.00 "
+                    "| 2 | +5.00 | +5.00 to +5.00 | 2 |"),
+            std::string::npos)
+      << md;
+  EXPECT_NE(md.find("Global batch 64 — vs full: filtering helped"), std::string::npos) << md;
 
   // Table I: per-class rows with class names, totals row, precision/recall.
   auto red = read_csv(rep + "/data/data_reduction.csv");
