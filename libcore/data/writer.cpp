@@ -36,9 +36,9 @@ std::string shard_path(const std::string& output, int k) {
 void check_outputs(const WriteOptions& opt, const Comm& comm) {
   on_root_checked(comm, [&] {
     if (opt.output.empty()) throw UsageError("output path is empty");
-    check_output_path(opt.output, opt.overwrite);
+    check_output_path(opt.output, opt.overwrite, schema::kDataset);
     if (opt.shards > 1)
-      for (int k = 0; k < opt.shards; ++k) check_output_path(shard_path(opt.output, k), opt.overwrite);
+      for (int k = 0; k < opt.shards; ++k) check_output_path(shard_path(opt.output, k), opt.overwrite, schema::kDataset);
     // access(W_OK) says yes to root even where nothing can be created: try it.
     fs::path dir = fs::path(opt.output).parent_path();
     if (dir.empty()) dir = ".";
@@ -265,9 +265,9 @@ WriteSummary write_dataset(const Source& src, const WriteOptions& opt, const Com
   for (int k = 0; k < K; ++k) files.push_back(K > 1 ? shard_path(opt.output, k) : opt.output);
 
   std::vector<std::unique_ptr<AtomicOutput>> outs;
-  for (auto& f : files) outs.push_back(std::make_unique<AtomicOutput>(f, opt.overwrite, comm));
+  for (auto& f : files) outs.push_back(std::make_unique<AtomicOutput>(f, opt.overwrite, comm, false, schema::kDataset));
   std::unique_ptr<AtomicOutput> index_out;
-  if (K > 1) index_out = std::make_unique<AtomicOutput>(opt.output, opt.overwrite, comm);
+  if (K > 1) index_out = std::make_unique<AtomicOutput>(opt.output, opt.overwrite, comm, false, schema::kDataset);
 
   // This rank's rows: in every shard slice of every split, a chunk-aligned block.
   auto my_block = [&](int64_t n, int rank) {
@@ -512,7 +512,9 @@ WriteSummary write_dataset(const Source& src, const WriteOptions& opt, const Com
         if (name.rfind(prefix, 0) != 0 || e.path().extension() != ".h5") continue;
         std::string num = name.substr(prefix.size(), name.size() - prefix.size() - 3);
         if (num.empty() || num.find_first_not_of("0123456789") != std::string::npos) continue;
-        if (K == 1 || std::stoll(num) >= K) fs::remove(e.path());
+        // Only our own stale shards: a file of that name that is no dataset stays.
+        if ((K == 1 || std::stoll(num) >= K) && output_kind(e.path().string()) == schema::kDataset)
+          fs::remove(e.path());
       }
     }
   });

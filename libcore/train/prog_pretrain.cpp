@@ -5,6 +5,7 @@
 
 #include "config/sections.hpp"
 #include "io/atomic_output.hpp"
+#include "io/schemas.hpp"
 #include "train/programs.hpp"
 #include "train/sweep.hpp"
 #include "train/trainer.hpp"
@@ -111,7 +112,7 @@ void pretrain_main(ToolContext& ctx) {
   std::string dir = fs::path(output).parent_path().string();
   if (dir.empty()) dir = ".";
   make_output_dir(ctx, dir, 1);
-  check_output_path(output, ctx.overwrite);
+  check_output_path(output, ctx.overwrite, schema::kModel, {dataset});
   const std::string ckpt_dir = dir + "/checkpoints";
   prepare_checkpoint_dir(ctx, ckpt_dir, resume);
 
