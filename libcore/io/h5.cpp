@@ -87,7 +87,17 @@ static File open_mode(const std::string& path, const Comm* comm, unsigned mode) 
   Handle fapl = make_fapl(comm);
   hid_t id = H5Fopen(path.c_str(), mode, fapl.get());
   if (id < 0) throw Error(cat(path, ": cannot open HDF5 file (corrupt or truncated?)"));
-  return File::adopt(path, Handle(id, H5Fclose), comm && comm->size() > 1);
+  File f = File::adopt(path, Handle(id, H5Fclose), comm && comm->size() > 1);
+  // An index file of virtual datasets (a sharded Sieve dataset) lists its shard files in
+  // `shards`: HDF5 reads a missing source file as fill values (zeros) without a word, so
+  // every reader, whichever it is, refuses the file here.
+  if (f.has_attr("/", "shards")) {
+    const std::filesystem::path dir = std::filesystem::path(path).parent_path();
+    for (const auto& s : f.attr_strings("/", "shards"))
+      if (!std::filesystem::is_regular_file(dir / s))
+        throw Error(cat(path, ": shard file ", (dir / s).string(), " is missing"));
+  }
+  return f;
 }
 
 File File::adopt(const std::string& path, Handle h, bool parallel) {
