@@ -173,7 +173,18 @@ int run_tool(int argc, char** argv, const ToolSpec& spec, const FlagAdder& add_f
 
   ToolContext ctx{comm, Config(), {}, false};
   try {
-    po::store(po::command_line_parser(argc, argv).options(all).run(), ctx.flags);
+    auto parsed = po::command_line_parser(argc, argv).options(all).run();
+    // A bare word is never meant: most often a config file without --config, which would
+    // otherwise be ignored and the defaults used.
+    for (const auto& o : parsed.options)
+      if (o.position_key >= 0) {
+        const std::string w = o.value.empty() ? std::string() : o.value[0];
+        throw po::error(cat("unexpected argument '", w, "'",
+                            w.size() > 5 && (w.ends_with(".yaml") || w.ends_with(".yml"))
+                                ? cat(" (did you mean --config ", w, "?)")
+                                : std::string()));
+      }
+    po::store(parsed, ctx.flags);
     po::notify(ctx.flags);
   } catch (const po::error& e) {
     if (comm.is_root())

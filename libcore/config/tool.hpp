@@ -15,6 +15,7 @@
 // every rank exits with the code, no MPI_Abort. A rank whose failure the others do not
 // reach within a few seconds (they wait in a collective) prints "[rank r] ..." and ends
 // the whole job (MPI_Abort), so a failed rank never leaves others hanging.
+// A positional argument (a config file without --config) is a usage error.
 #pragma once
 #include <boost/program_options.hpp>
 

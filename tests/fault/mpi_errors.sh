@@ -2,8 +2,8 @@
 # Errors under MPI (issue 15): an error that every rank reaches is printed once (one
 # "<tool>: error:" line, no "[rank r]", no MPI_ABORT or ORTE banner), every rank exits with
 # the tool's code (1 runtime, 2 usage), the job ends at once, and a failed stage leaves no
-# directory it created behind. Also: a NaN in a CSV table is bad input naming the file and
-# line at shard time.
+# directory it created behind. Also: a bare word (a config file without --config) is a
+# usage error, and a NaN in a CSV table is bad input naming the file and line at shard time.
 . "$SIEVE_SOURCE_DIR/tests/fault/fault_common.bash"
 dir="$(scratch mpi_errors)"
 mkdir -p "$dir/run"
@@ -31,6 +31,9 @@ case_ missing_input 2 reduce_dims 1 "$dir/run/features.h5: no such file" \
 case_ missing_input_np3 3 extract_features 1 "$dir/run/pretrain/model.h5" \
   --config "$CONFIG" --set run.dir="$dir/run"
 case_ bad_key 3 pretrain 2 "nope.key" --config "$CONFIG" --set nope.key=1
+case_ positional 2 shard_dataset 2 "unexpected argument '$CONFIG' (did you mean --config $CONFIG?)" \
+  "$CONFIG" --set run.dir="$dir/run"
+[ -e "$dir/run/dataset.h5" ] && fail "positional: a dataset was written"
 
 # A failed training stage leaves no pretrain/, pretrain/checkpoints/ or sweep/run-N/ behind.
 case_ pretrain_no_data 2 pretrain 1 "$dir/run/dataset.h5" --config "$CONFIG" --set run.dir="$dir/run"
