@@ -1,14 +1,22 @@
 #include "io/h5.hpp"
 
 #include <cstring>
+#include <exception>
 #include <filesystem>
 
 namespace sieve::h5 {
 namespace {
 
 // Silence HDF5's stderr error stack once: we report errors ourselves.
+// No library shutdown at exit either (H5dont_atexit must come before any other call):
+// after a close that failed (disk full) the file's id is half torn down, and the atexit
+// shutdown closing it again segfaulted in H5F__close_cb. Every file is closed by its
+// RAII owner before exit, so the shutdown has nothing left to flush.
 struct QuietErrors {
-  QuietErrors() { H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr); }
+  QuietErrors() {
+    H5dont_atexit();
+    H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr);
+  }
 };
 const QuietErrors quiet_errors;
 
@@ -442,6 +450,10 @@ std::vector<int64_t> File::attr_ints(const std::string& obj, const std::string& 
 
 void File::flush() {
   check_status(H5Fflush(file_.get(), H5F_SCOPE_GLOBAL), cat(path_, ": flush failed (disk full?)"));
+}
+
+File::~File() {
+  if (parallel_ && std::uncaught_exceptions() > 0) (void)file_.release();
 }
 
 void File::close() {
