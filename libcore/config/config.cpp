@@ -2,8 +2,11 @@
 
 #include "config/key_path.hpp"
 
+#include <charconv>
 #include <cmath>
+#include <filesystem>
 #include <fstream>
+#include <set>
 #include <sstream>
 
 #include "util/error.hpp"
@@ -88,6 +91,24 @@ void check_range(const KeySpec& spec, double v, const std::string& origin) {
 
 }  // namespace
 
+std::string format_float(double v) {
+  // The shortest text that reads back as the same double ("0.05", not 0.050000000000000003).
+  char buf[64];
+  auto r = std::to_chars(buf, buf + sizeof buf, v);
+  std::string s(buf, r.ptr);
+  // Keep it a float to the eye and to YAML readers: "2" -> "2.0" (not "1e+20").
+  if (std::isfinite(v) && s.find_first_of(".eEn") == std::string::npos) s += ".0";
+  return s;
+}
+
+YAML::Node float_node(double v) { return YAML::Node(format_float(v)); }
+
+YAML::Node one_element_list(const YAML::Node& n) {
+  YAML::Node list(YAML::NodeType::Sequence);
+  list.push_back(YAML::Clone(n));
+  return list;
+}
+
 YAML::Node validate_value(const KeySpec& spec, const YAML::Node& n, const std::string& origin) {
   switch (spec.type) {
     case ValueType::Bool: {
@@ -104,7 +125,7 @@ YAML::Node validate_value(const KeySpec& spec, const YAML::Node& n, const std::s
     case ValueType::Float: {
       double v = scalar_float(spec, n, origin);
       check_range(spec, v, origin);
-      return YAML::Node(v);
+      return float_node(v);
     }
     case ValueType::String: {
       if (!n.IsScalar()) bad(spec, origin, cat("expected a string, got ", show(n)));
@@ -123,11 +144,10 @@ YAML::Node validate_value(const KeySpec& spec, const YAML::Node& n, const std::s
     case ValueType::IntList:
     case ValueType::FloatList:
     case ValueType::StringList: {
-      YAML::Node list = n;
-      if (n.IsScalar()) {  // a single value stands for a one-element list
-        list = YAML::Node(YAML::NodeType::Sequence);
-        list.push_back(n);
-      }
+      // A single value stands for a one-element list. (A fresh node, not `list = n` and
+      // then reassigned: yaml-cpp's assignment writes through to `n`, which made the list
+      // contain itself.)
+      const YAML::Node list = n.IsScalar() ? one_element_list(n) : n;
       if (!list.IsSequence())
         bad(spec, origin, cat("expected ", type_name(spec.type), ", got ", show(n)));
       YAML::Node out(YAML::NodeType::Sequence);
@@ -139,7 +159,7 @@ YAML::Node validate_value(const KeySpec& spec, const YAML::Node& n, const std::s
         } else if (spec.type == ValueType::FloatList) {
           double v = scalar_float(spec, e, origin);
           check_range(spec, v, origin);
-          out.push_back(v);
+          out.push_back(float_node(v));
         } else {
           if (!e.IsScalar()) bad(spec, origin, cat("expected a list of strings, got ", show(n)));
           out.push_back(e.Scalar());
@@ -176,7 +196,7 @@ ConfigSchema& ConfigSchema::add_int(const std::string& p, int64_t d, const std::
 }
 ConfigSchema& ConfigSchema::add_float(const std::string& p, double d, const std::string& h,
                                       std::optional<double> mn, std::optional<double> mx) {
-  return add({p, ValueType::Float, YAML::Node(d), h, mn, mx, {}});
+  return add({p, ValueType::Float, float_node(d), h, mn, mx, {}});
 }
 ConfigSchema& ConfigSchema::add_string(const std::string& p, const std::string& d,
                                        const std::string& h, std::vector<std::string> choices) {
@@ -194,7 +214,7 @@ ConfigSchema& ConfigSchema::add_float_list(const std::string& p, std::vector<dou
                                            const std::string& h, std::optional<double> mn,
                                            std::optional<double> mx) {
   YAML::Node n(YAML::NodeType::Sequence);
-  for (auto v : d) n.push_back(v);
+  for (auto v : d) n.push_back(float_node(v));
   n.SetStyle(YAML::EmitterStyle::Flow);
   return add({p, ValueType::FloatList, n, h, mn, mx, {}});
 }
@@ -253,6 +273,21 @@ std::string ConfigSchema::describe() const {
 
 namespace {
 
+// The one YAML document of a config; a second document ("---") would be ignored by
+// YAML::Load, so it is an error.
+YAML::Node load_one_document(const std::string& text, const std::string& origin) {
+  std::vector<YAML::Node> docs;
+  try {
+    docs = YAML::LoadAll(text);
+  } catch (const YAML::Exception& e) {
+    throw UsageError(cat(origin, ": invalid YAML at line ", e.mark.line + 1, ": ", e.msg));
+  }
+  if (docs.size() > 1)
+    throw UsageError(cat(origin, ": holds ", docs.size(),
+                         " YAML documents (separated by ---), expected one"));
+  return docs.empty() ? YAML::Node() : docs[0];
+}
+
 void apply_tree(Config& cfg, const ConfigSchema& schema, const YAML::Node& node,
                 const std::string& prefix, const std::string& origin) {
   if (!node.IsMap()) {
@@ -260,9 +295,14 @@ void apply_tree(Config& cfg, const ConfigSchema& schema, const YAML::Node& node,
     throw UsageError(cat("config (", origin, "): expected a mapping",
                          prefix.empty() ? "" : " at '" + prefix + "'"));
   }
+  std::set<std::string> seen;
   for (const auto& kv : node) {
     std::string key = kv.first.Scalar();
     std::string path = prefix.empty() ? key : prefix + "." + key;
+    // yaml-cpp keeps both entries of a repeated key; silently taking the last would hide
+    // a typo'd or pasted-twice section.
+    if (!seen.insert(key).second)
+      throw UsageError(cat("config (", origin, "): key '", path, "' appears twice"));
     if (schema.find(path)) {
       cfg.set(path, kv.second, origin);
     } else if (schema.is_section(path)) {
@@ -305,16 +345,15 @@ Config Config::load(const ConfigSchema& schema, const std::vector<std::string>& 
   cfg.schema_ = &schema;
   for (auto& k : schema.keys()) cfg.values_[k.path] = YAML::Clone(k.default_value);
   for (const auto& yaml_file : yaml_files) {
+    std::error_code ec;
+    if (std::filesystem::is_directory(yaml_file, ec))
+      throw UsageError(cat("--config ", yaml_file, ": is a directory, expected a YAML file"));
     std::ifstream in(yaml_file);
     if (!in) throw UsageError(cat("--config ", yaml_file, ": cannot open file"));
-    YAML::Node root;
-    try {
-      root = YAML::Load(in);
-    } catch (const YAML::Exception& e) {
-      throw UsageError(
-          cat("--config ", yaml_file, ": invalid YAML at line ", e.mark.line + 1, ": ", e.msg));
-    }
-    apply_tree(cfg, schema, root, "", yaml_file);
+    std::ostringstream text;
+    text << in.rdbuf();
+    if (in.bad()) throw UsageError(cat("--config ", yaml_file, ": cannot read file"));
+    apply_tree(cfg, schema, load_one_document(text.str(), "--config " + yaml_file), "", yaml_file);
   }
   for (const auto& ov : overrides) {
     auto eq = ov.find('=');
@@ -340,9 +379,9 @@ Config Config::from_yaml_text(const ConfigSchema& schema, const std::string& tex
   for (auto& k : schema.keys()) cfg.values_[k.path] = YAML::Clone(k.default_value);
   YAML::Node root;
   try {
-    root = YAML::Load(text);
-  } catch (const YAML::Exception& e) {
-    throw Error(cat(origin, ": stored config is not valid YAML: ", e.msg));
+    root = load_one_document(text, origin);
+  } catch (const UsageError& e) {
+    throw Error(cat(origin, ": stored config: ", e.what()));
   }
   apply_tree(cfg, schema, root, "", origin);
   return cfg;

@@ -99,6 +99,11 @@ class Config {
   std::map<std::string, YAML::Node> values_;  // path -> validated value
 };
 
+// Shortest round-trip text of a float ("0.05"), always with a '.' or exponent ("2.0").
+std::string format_float(double v);
+// [n] as a new node (never `m = n; m = Sequence`: yaml-cpp's assignment writes through).
+YAML::Node one_element_list(const YAML::Node& n);
+
 // Validate and normalise one value against its spec; throws UsageError naming `origin`.
 YAML::Node validate_value(const KeySpec& spec, const YAML::Node& value, const std::string& origin);
 

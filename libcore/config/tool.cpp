@@ -5,12 +5,18 @@
 #include <cstdio>
 #include <cstdlib>
 #include <iostream>
+#include <algorithm>
+#include <chrono>
+#include <filesystem>
+#include <set>
 #include <thread>
 
 #include "config/key_path.hpp"
 #include "config/sections.hpp"
 #include "util/log.hpp"
 #include "util/threads.hpp"
+
+namespace fs = std::filesystem;
 
 namespace sieve {
 
@@ -37,6 +43,103 @@ void share_cores(const Comm& comm) {
   int threads = std::max(1, cores / std::max(1, comm.local_size()));
   omp_set_num_threads(threads);
   set_blas_threads(threads);
+}
+
+// Directories a failed stage created and left empty (pretrain/checkpoints, sweep/run-N,
+// a new run.dir) are removed, so that a failed stage leaves nothing behind. Rank 0 notes
+// which directories exist below the nearest existing ancestor of run.dir and of the
+// directories named by --output / --sweep-dir before the body runs; after a failure it
+// removes the empty ones that were not there, deepest first (rmdir never removes a
+// directory that is not empty, so a concurrent job's files are safe).
+class NewDirs {
+ public:
+  NewDirs(const ToolContext& ctx) {
+    if (!ctx.comm.is_root()) return;
+    std::vector<fs::path> candidates;
+    try {
+      candidates.push_back(run_paths(ctx.cfg).dir);
+    } catch (const Error&) {
+    }
+    for (const char* f : {"output", "sweep-dir"})
+      if (ctx.flags.count(f)) {
+        fs::path p = ctx.flag(f);
+        candidates.push_back(p.has_parent_path() ? p.parent_path() : fs::path("."));
+        if (std::string(f) == "sweep-dir") candidates.push_back(p);
+      }
+    std::error_code ec;
+    for (fs::path p : candidates) {
+      if (p.empty()) continue;
+      p = fs::absolute(p, ec);
+      while (!p.empty() && !fs::is_directory(p, ec) && p.has_parent_path() && p != p.parent_path())
+        p = p.parent_path();
+      if (p.empty() || p == p.root_path()) continue;
+      roots_.push_back(p);
+      before_.insert(p.string());
+      for (auto it = fs::recursive_directory_iterator(p, ec); !ec && it != fs::end(it); it.increment(ec)) {
+        if (it.depth() >= kDepth) it.disable_recursion_pending();
+        if (it->is_directory(ec) && !it->is_symlink(ec)) before_.insert(it->path().string());
+      }
+    }
+  }
+  void remove_new_empty() const {
+    std::vector<fs::path> fresh;
+    std::error_code ec;
+    for (const auto& r : roots_)
+      for (auto it = fs::recursive_directory_iterator(r, ec); !ec && it != fs::end(it); it.increment(ec)) {
+        if (it.depth() >= kDepth) it.disable_recursion_pending();
+        if (it->is_directory(ec) && !it->is_symlink(ec) && !before_.count(it->path().string()))
+          fresh.push_back(it->path());
+      }
+    // Deepest first, so that a parent emptied by removing its children goes too.
+    std::sort(fresh.begin(), fresh.end(), [](const fs::path& a, const fs::path& b) {
+      return a.string().size() > b.string().size();
+    });
+    for (const auto& d : fresh)
+      if (fs::is_empty(d, ec)) fs::remove(d, ec);
+  }
+
+ private:
+  static constexpr int kDepth = 4;
+  std::vector<fs::path> roots_;
+  std::set<std::string> before_;
+};
+
+// How long a failed rank waits for the others to report the same failure before it ends
+// the job: errors that every rank reaches arrive within moments of each other.
+constexpr double kAgreeTimeoutS = 5.0;
+
+// Non-blocking max-allreduce of the exit codes on `vc`. A rank that failed waits at most
+// kAgreeTimeoutS; a rank that succeeded waits for the others (a failed one completes the
+// reduction or aborts the job). Returns true when every rank took part (and then `code`
+// is the largest code of any rank on all of them, so every rank exits non-zero alike).
+bool agree_on_exit(MPI_Comm vc, const Comm& comm, int& code) {
+  int local = code;
+  // [0]: the worst code; [1]: whether any rank failed.
+  int mine[2] = {local, local != 0 ? 1 : 0}, all[2] = {0, 0};
+  MPI_Request req;
+  if (MPI_Iallreduce(mine, all, 2, MPI_INT, MPI_MAX, vc, &req) != MPI_SUCCESS) return false;
+  (void)comm;
+  auto t0 = std::chrono::steady_clock::now();
+  int done = 0;
+  while (!done) {
+    MPI_Test(&req, &done, MPI_STATUS_IGNORE);
+    if (done) break;
+    if (local != 0 && std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() >
+                          kAgreeTimeoutS)
+      return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(local != 0 ? 1 : 5));
+  }
+  // Either every rank failed, or some succeeded: in both cases all reached this point, so
+  // no rank is stuck; a success here and a failure there is still a failed job.
+  code = std::max(local, all[0]);
+  return true;
+}
+
+// The lowest rank whose own code is non-zero (the one that prints).
+int first_failed_rank(MPI_Comm vc, const Comm& comm, int local_code) {
+  int mine = local_code != 0 ? comm.rank() : comm.size(), first = mine;
+  MPI_Allreduce(&mine, &first, 1, MPI_INT, MPI_MIN, vc);
+  return first;
 }
 
 }  // namespace
@@ -70,7 +173,18 @@ int run_tool(int argc, char** argv, const ToolSpec& spec, const FlagAdder& add_f
 
   ToolContext ctx{comm, Config(), {}, false};
   try {
-    po::store(po::command_line_parser(argc, argv).options(all).run(), ctx.flags);
+    auto parsed = po::command_line_parser(argc, argv).options(all).run();
+    // A bare word is never meant: most often a config file without --config, which would
+    // otherwise be ignored and the defaults used.
+    for (const auto& o : parsed.options)
+      if (o.position_key >= 0) {
+        const std::string w = o.value.empty() ? std::string() : o.value[0];
+        throw po::error(cat("unexpected argument '", w, "'",
+                            w.size() > 5 && (w.ends_with(".yaml") || w.ends_with(".yml"))
+                                ? cat(" (did you mean --config ", w, "?)")
+                                : std::string()));
+      }
+    po::store(parsed, ctx.flags);
     po::notify(ctx.flags);
   } catch (const po::error& e) {
     if (comm.is_root())
@@ -102,7 +216,7 @@ int run_tool(int argc, char** argv, const ToolSpec& spec, const FlagAdder& add_f
     if (ctx.flags.count("config")) files = ctx.flags["config"].as<std::vector<std::string>>();
     ctx.cfg = Config::load(pipeline_schema(), files, overrides);
   } catch (const Error& e) {
-    if (comm.is_root()) log::error(e.what());
+    if (comm.is_root()) log::error(e.what(), false);
     return e.exit_code();
   }
   ctx.overwrite = ctx.flags.count("overwrite") > 0;
@@ -122,37 +236,53 @@ int run_tool(int argc, char** argv, const ToolSpec& spec, const FlagAdder& add_f
         }
       }
     } catch (const Error& e) {
-      if (comm.is_root()) log::error(e.what());
+      if (comm.is_root()) log::error(e.what(), false);
       return e.exit_code();
     }
     return 0;
   }
 
+  // A private duplicate of the world communicator for the end-of-run agreement, so that
+  // it can never be matched against a collective that another rank is still inside.
+  MPI_Comm verdict_comm = MPI_COMM_NULL;
+  if (comm.size() > 1) MPI_Comm_dup(comm.raw(), &verdict_comm);
   int code = 0;
-  bool collective = false;
+  std::string message;
+  const NewDirs new_dirs(ctx);
   try {
     body(ctx);
-  } catch (const UsageError& e) {
-    if (comm.is_root() || comm.size() == 1) log::error(e.what());
-    code = e.exit_code();
-  } catch (const CollectiveError& e) {
-    // Every rank has it: one line from rank 0, and no rank is left waiting in a collective.
-    if (comm.is_root()) log::error(e.what());
-    code = e.exit_code();
-    collective = true;
   } catch (const Error& e) {
-    log::error(e.what());
+    message = e.what();
     code = e.exit_code();
   } catch (const std::bad_alloc&) {
-    log::error("out of memory");
+    message = "out of memory";
     code = 1;
   } catch (const std::exception& e) {
-    log::error(cat("unexpected failure: ", e.what()));
+    message = cat("unexpected failure: ", e.what());
     code = 1;
   }
-  // One failed rank ends the job on every rank instead of leaving the others blocked
-  // in a collective. (At size 1 we return normally so destructors clean up temporaries.)
-  if (code != 0 && comm.size() > 1 && !collective) comm.abort(code);
+  if (comm.size() == 1) {
+    if (code != 0) {
+      log::error(message);
+      new_dirs.remove_new_empty();
+    }
+    return code;
+  }
+  const bool all_ranks = agree_on_exit(verdict_comm, comm, code);
+  if (code != 0) {
+    // Every rank failed alike (the same bad input, output path or config seen by all):
+    // one line from the lowest failed rank, and every rank exits normally with the code.
+    if (all_ranks) {
+      if (comm.rank() == first_failed_rank(verdict_comm, comm, code)) log::error(message, false);
+      if (comm.is_root()) new_dirs.remove_new_empty();
+    } else {
+      // Only this rank failed; the others are blocked in a collective: end the job.
+      log::error(message);
+      if (comm.is_root()) new_dirs.remove_new_empty();
+      comm.abort(code);
+    }
+  }
+  MPI_Comm_free(&verdict_comm);
   return code;
 }
 

@@ -9,8 +9,13 @@
 // --help, --help-config (every key with default, range and meaning), --version,
 // --get key.path (print one resolved value, for scripts).
 // Errors before the body runs (flags, config) are the same on every rank: rank 0 prints
-// one line and every rank exits 2. An error inside the body is printed by the rank that
-// hit it and ends the whole job (MPI_Abort), so a failed rank never leaves others hanging.
+// one line and every rank exits 2. After the body, the ranks agree on the outcome over a
+// private communicator: when every rank gets there (the same error on all ranks, or an
+// error on some after the last collective), the lowest failed rank prints its one line and
+// every rank exits with the code, no MPI_Abort. A rank whose failure the others do not
+// reach within a few seconds (they wait in a collective) prints "[rank r] ..." and ends
+// the whole job (MPI_Abort), so a failed rank never leaves others hanging.
+// A positional argument (a config file without --config) is a usage error.
 #pragma once
 #include <boost/program_options.hpp>
 

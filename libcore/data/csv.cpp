@@ -87,6 +87,8 @@ class CsvSource : public Source {
     std::vector<std::string> header;
     while (header.empty() && std::getline(in, line)) {
       ++lineno;
+      // A UTF-8 byte order mark (spreadsheet exports) is no part of the first column's name.
+      if (lineno == 1 && line.rfind("\xEF\xBB\xBF", 0) == 0) line.erase(0, 3);
       if (!line.empty() && line.back() == '\r') line.pop_back();
       if (trim(line).empty()) continue;
       header = split_fields(line, cat(path, ":", lineno));

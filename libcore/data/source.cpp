@@ -94,13 +94,29 @@ std::unique_ptr<Source> open_source(const Config& cfg, const std::string& input,
   if (path.empty())
     throw UsageError(cat("data.path is empty: data.source '", kind,
                          "' needs an input (set data.path or pass --input)"));
+  std::unique_ptr<Source> src;
   if (kind == "cifar10" || kind == "cifar100")
-    return open_cifar(path, kind == "cifar100", names, comm);
-  if (kind == "mnist") return open_idx(path, names, comm);
-  if (kind == "csv")
-    return open_csv(path, cfg.get_string("data.csv.label_column"),
-                    cfg.get_float("data.csv.test_fraction"), data_seed(cfg), names, comm);
-  throw UsageError(cat("data.source '", kind, "' is not supported"));
+    src = open_cifar(path, kind == "cifar100", names, comm);
+  else if (kind == "mnist")
+    src = open_idx(path, names, comm);
+  else if (kind == "csv")
+    src = open_csv(path, cfg.get_string("data.csv.label_column"),
+                   cfg.get_float("data.csv.test_fraction"), data_seed(cfg), names, comm);
+  else
+    throw UsageError(cat("data.source '", kind, "' is not supported"));
+  // Refuse at the source what every later stage would reject (or train on as nonsense):
+  // the same verdict on every rank, since every rank opened the same input.
+  const DatasetMeta& m = src->meta();
+  if (m.num_classes < 2) {
+    std::string names_list;
+    for (auto& n : m.class_names) names_list += (names_list.empty() ? "'" : ", '") + n + "'";
+    throw Error(cat(path, ": ", m.num_classes, " class", m.num_classes == 1 ? "" : "es",
+                    names_list.empty() ? "" : cat(" (", names_list, ")"),
+                    ": a dataset needs at least 2 classes to train a classifier"));
+  }
+  if (m.rows(Split::Train) == 0)
+    throw Error(cat(path, ": no training samples (", m.description, ")"));
+  return src;
 }
 
 }  // namespace sieve::data

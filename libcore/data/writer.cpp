@@ -36,9 +36,9 @@ std::string shard_path(const std::string& output, int k) {
 void check_outputs(const WriteOptions& opt, const Comm& comm) {
   on_root_checked(comm, [&] {
     if (opt.output.empty()) throw UsageError("output path is empty");
-    check_output_path(opt.output, opt.overwrite);
+    check_output_path(opt.output, opt.overwrite, schema::kDataset);
     if (opt.shards > 1)
-      for (int k = 0; k < opt.shards; ++k) check_output_path(shard_path(opt.output, k), opt.overwrite);
+      for (int k = 0; k < opt.shards; ++k) check_output_path(shard_path(opt.output, k), opt.overwrite, schema::kDataset);
     // access(W_OK) says yes to root even where nothing can be created: try it.
     fs::path dir = fs::path(opt.output).parent_path();
     if (dir.empty()) dir = ".";
@@ -265,9 +265,9 @@ WriteSummary write_dataset(const Source& src, const WriteOptions& opt, const Com
   for (int k = 0; k < K; ++k) files.push_back(K > 1 ? shard_path(opt.output, k) : opt.output);
 
   std::vector<std::unique_ptr<AtomicOutput>> outs;
-  for (auto& f : files) outs.push_back(std::make_unique<AtomicOutput>(f, opt.overwrite, comm));
+  for (auto& f : files) outs.push_back(std::make_unique<AtomicOutput>(f, opt.overwrite, comm, false, schema::kDataset));
   std::unique_ptr<AtomicOutput> index_out;
-  if (K > 1) index_out = std::make_unique<AtomicOutput>(opt.output, opt.overwrite, comm);
+  if (K > 1) index_out = std::make_unique<AtomicOutput>(opt.output, opt.overwrite, comm, false, schema::kDataset);
 
   // This rank's rows: in every shard slice of every split, a chunk-aligned block.
   auto my_block = [&](int64_t n, int rank) {
@@ -297,6 +297,22 @@ WriteSummary write_dataset(const Source& src, const WriteOptions& opt, const Com
   Pool pool(std::max(1, threads));
   std::vector<Tally> tallies(size_t(pool.size()));
 
+  // Every HDF5 call below is collective on a shared file: a rank that fails (disk full,
+  // a bad row from the source) must not leave the others waiting in the next collective
+  // (they spun at 100 % CPU for minutes). Each collective step's error is agreed on by all
+  // ranks, which then throw together; the file is closed by every rank on the way out.
+  auto agreed = [&](auto&& step) {
+    std::string err;
+    try {
+      step();
+    } catch (const Error& e) {
+      err = e.what();
+    } catch (const std::bad_alloc&) {
+      err = "out of memory";
+    }
+    if (!err.empty()) err = cat(opt.output, ": not written: ", err);
+    agree(comm, err);
+  };
   for (int k = 0; k < K; ++k) {
     h5::File f = h5::File::create(outs[size_t(k)]->tmp_path(), &comm);
     h5::stamp(f, schema::kDataset, opt.config_yaml);
@@ -381,7 +397,7 @@ WriteSummary write_dataset(const Source& src, const WriteOptions& opt, const Com
       if (iters > 0) start(slots[0], 0);
       for (int64_t it = 0; it < iters; ++it) {
         double tw = now_s();
-        pool.wait();  // rethrows a producer's error
+        agreed([&] { pool.wait(); });  // rethrows a producer's error
         double tg = now_s();
         sum.wait_s += tg - tw;
         Slot& cur = slots[it % 2];
@@ -397,15 +413,17 @@ WriteSummary write_dataset(const Source& src, const WriteOptions& opt, const Com
         }
         if (it + 1 < iters) start(slots[(it + 1) % 2], it + 1);
         hsize_t r0 = hsize_t(cur.row0), cnt = hsize_t(cur.count);
+        // One agreement per collective write: a rank whose write failed must not wait in
+        // the agreement while the others are already inside the next write.
         if (m.kind == Kind::Image)
-          f.write_rows<uint8_t>(images_path(s), r0, cnt, cur.images.data());
+          agreed([&] { f.write_rows<uint8_t>(images_path(s), r0, cnt, cur.images.data()); });
         else
-          f.write_rows<float>(features_path(s), r0, cnt, cur.features.data());
-        f.write_rows<int32_t>(labels_path(s), r0, cnt, cur.labels.data());
-        f.write_rows<int64_t>(sample_id_path(s), r0, cnt, cur.ids.data());
+          agreed([&] { f.write_rows<float>(features_path(s), r0, cnt, cur.features.data()); });
+        agreed([&] { f.write_rows<int32_t>(labels_path(s), r0, cnt, cur.labels.data()); });
+        agreed([&] { f.write_rows<int64_t>(sample_id_path(s), r0, cnt, cur.ids.data()); });
         if (m.has_noise) {
-          f.write_rows<uint8_t>(noise_truth_path(s), r0, cnt, cur.truth.data());
-          f.write_rows<uint8_t>(noise_kind_path(s), r0, cnt, cur.noise.data());
+          agreed([&] { f.write_rows<uint8_t>(noise_truth_path(s), r0, cnt, cur.truth.data()); });
+          agreed([&] { f.write_rows<uint8_t>(noise_kind_path(s), r0, cnt, cur.noise.data()); });
         }
         sum.write_s += now_s() - tg;
         payload += cur.count * (row_bytes + extra_bytes);
@@ -415,7 +433,7 @@ WriteSummary write_dataset(const Source& src, const WriteOptions& opt, const Com
                                       : global_total);
       }
     }
-    f.close();
+    agreed([&] { f.close(); });
   }
 
   double t_finish = now_s();
@@ -512,7 +530,9 @@ WriteSummary write_dataset(const Source& src, const WriteOptions& opt, const Com
         if (name.rfind(prefix, 0) != 0 || e.path().extension() != ".h5") continue;
         std::string num = name.substr(prefix.size(), name.size() - prefix.size() - 3);
         if (num.empty() || num.find_first_not_of("0123456789") != std::string::npos) continue;
-        if (K == 1 || std::stoll(num) >= K) fs::remove(e.path());
+        // Only our own stale shards: a file of that name that is no dataset stays.
+        if ((K == 1 || std::stoll(num) >= K) && output_kind(e.path().string()) == schema::kDataset)
+          fs::remove(e.path());
       }
     }
   });

@@ -62,7 +62,7 @@ FeatureBlock read_features(const Comm& comm, const std::string& path) {
 void reduce_dims(const Comm& comm, const Config& cfg, const std::string& input,
                  const std::string& output, bool overwrite) {
   auto t_start = std::chrono::steady_clock::now();
-  check_output_path(output, overwrite);
+  check_output_path(output, overwrite, schema::kEmbedding, {input});
   const std::string method = cfg.get_string("embed.method");
   const bool per_class = cfg.get_bool("embed.tsne.per_class");
   TsneOptions opt;
@@ -231,7 +231,7 @@ void reduce_dims(const Comm& comm, const Config& cfg, const std::string& input,
                                  " theta=", opt.theta, " init=", opt.pca_init ? "pca" : "random",
                                  " per_class=", per_class, " ranks=", comm.size())
                            : cat("pca_components=", k, " whiten=", pca.whiten, " dims=", d);
-  AtomicOutput out(output, overwrite, comm);
+  AtomicOutput out(output, overwrite, comm, false, schema::kEmbedding, {input});
   if (comm.is_root()) {
     h5::File f = h5::File::create(out.tmp_path());
     std::vector<float> Yf(Y.begin(), Y.end());

@@ -2,32 +2,133 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <set>
 
+#include <nlohmann/json.hpp>
+
+#include "io/h5.hpp"
 #include "util/error.hpp"
 
 namespace fs = std::filesystem;
 
 namespace sieve {
 
-void check_output_path(const std::string& path, bool overwrite) {
+namespace {
+
+// Everything report puts in its directory; a directory with anything else is not (only) a
+// report, and is never replaced.
+bool is_report_dir(const fs::path& p) {
+  static const std::set<std::string> allowed = {
+      "index.html", "index.md", "report.config.yaml", "tsne_interactive.html",
+      "figures",    "data",     "gnuplot"};
+  std::error_code ec;
+  if (!fs::is_regular_file(p / "index.html", ec) || !fs::is_regular_file(p / "report.config.yaml", ec))
+    return false;
+  for (const auto& e : fs::directory_iterator(p, ec))
+    if (!allowed.count(e.path().filename().string())) return false;
+  return !ec;
+}
+
+std::string hdf5_schema(const fs::path& p) {
+  try {
+    h5::File f = h5::File::open(p.string());
+    if (!f.has_attr("/", "schema")) return "";
+    std::string s = f.attr_string("/", "schema");
+    return s.rfind("sieve.", 0) == 0 ? s : "";
+  } catch (const Error&) {
+    return "";
+  }
+}
+
+std::string json_kind(const fs::path& p) {
+  std::error_code ec;
+  if (fs::file_size(p, ec) > (1u << 20) || ec) return "";
+  std::ifstream in(p);
+  auto j = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
+  return j.is_object() && j.contains("sweep_index") ? schema::kResult : "";
+}
+
+std::string describe_kind(const std::string& k) {
+  return k.empty() ? std::string("not a Sieve output") : cat("a '", k, "' output");
+}
+
+// weakly_canonical, or the path as given if even that fails.
+fs::path canon(const std::string& p) {
+  std::error_code ec;
+  fs::path c = fs::weakly_canonical(fs::absolute(p), ec);
+  return ec ? fs::path(p) : c;
+}
+
+// `inner` equals `outer` or lies below it.
+bool within(const fs::path& inner, const fs::path& outer) {
+  auto [o, i] = std::mismatch(outer.begin(), outer.end(), inner.begin(), inner.end());
+  if (o == outer.end()) return true;
+  // A trailing empty component ("dir/") still counts as equal.
+  return std::next(o) == outer.end() && o->empty();
+}
+
+}  // namespace
+
+std::string output_kind(const std::string& path) {
+  std::error_code ec;
+  fs::path p(path);
+  auto st = fs::symlink_status(p, ec);
+  if (ec || !fs::exists(st)) return "";
+  if (fs::is_directory(st)) return is_report_dir(p) ? schema::kReport : "";
+  if (!fs::is_regular_file(st)) return "";
+  if (std::string k = hdf5_schema(p); !k.empty()) return k;
+  return json_kind(p);
+}
+
+void check_output_path(const std::string& path, bool overwrite, const std::string& kind,
+                       const std::vector<std::string>& inputs) {
   if (path.empty()) throw UsageError("output path is empty");
   fs::path p(path);
-  if (fs::exists(p) && !overwrite)
-    throw UsageError(cat(path, ": output exists (pass --overwrite to replace it)"));
+  const fs::path out = canon(path);
+  for (const auto& in : inputs)
+    if (!in.empty() && within(canon(in), out))
+      throw UsageError(cat(path, ": output ", canon(in) == out ? "is" : "contains", " the input ",
+                           in, " of this run (choose another output path)"));
+  std::error_code ec;
+  if (fs::exists(fs::symlink_status(p, ec))) {
+    if (!overwrite) throw UsageError(cat(path, ": output exists (pass --overwrite to replace it)"));
+    const std::string found = output_kind(path);
+    if (found.empty() || (!kind.empty() && found != kind))
+      throw UsageError(cat(path, ": exists and is ", describe_kind(found),
+                           kind.empty() ? std::string() : cat(", not a '", kind, "' output"),
+                           "; --overwrite replaces only this tool's own previous output"));
+  }
   fs::path dir = p.parent_path().empty() ? fs::path(".") : p.parent_path();
   if (!fs::is_directory(dir)) throw Error(cat(path, ": output directory ", dir.string(), " does not exist"));
   if (access(dir.c_str(), W_OK) != 0)
     throw Error(cat(path, ": output directory ", dir.string(), " is not writable"));
 }
 
-AtomicOutput::AtomicOutput(std::string final_path, bool overwrite, const Comm& comm, bool is_dir)
-    : final_(std::move(final_path)), comm_(comm), is_dir_(is_dir) {
-  // Every rank checks (they may see different file systems only in broken setups);
-  // the temporary name comes from rank 0 so that all ranks agree on it.
-  check_output_path(final_, overwrite);
+AtomicOutput::AtomicOutput(std::string final_path, bool overwrite, const Comm& comm, bool is_dir,
+                           std::string kind, std::vector<std::string> inputs)
+    : final_(std::move(final_path)), kind_(std::move(kind)), comm_(comm), is_dir_(is_dir) {
+  // Rank 0 checks and every rank gets its verdict, so that all ranks throw alike (the
+  // same error everywhere: one line, no abort).
+  std::string err;
+  int code = 1;
+  if (comm_.is_root()) {
+    try {
+      check_output_path(final_, overwrite, kind_, inputs);
+    } catch (const Error& e) {
+      err = e.what();
+      code = e.exit_code();
+    }
+  }
+  comm_.bcast_string(err);
+  comm_.bcast(&code, 1);
+  if (!err.empty()) {
+    if (code == 2) throw UsageError(err);  // on every rank alike (run_tool prints it once)
+    throw CollectiveError(err, code);
+  }
   fs::path p(final_);
   std::string tmp;
   if (comm_.is_root())
@@ -49,9 +150,31 @@ void AtomicOutput::commit() {
   std::string err;
   if (comm_.is_root()) {
     std::error_code ec;
-    if (is_dir_ && fs::exists(final_)) fs::remove_all(final_, ec);
-    fs::rename(tmp_, final_, ec);
-    if (ec) err = cat(final_, ": cannot move the finished output into place: ", ec.message());
+    fs::path trash;
+    if (fs::exists(fs::symlink_status(final_, ec))) {
+      // The last word on --overwrite: the old output must be what this one is.
+      const std::string was = output_kind(final_), now = output_kind(tmp_);
+      if (was.empty() || was != now || (!kind_.empty() && was != kind_)) {
+        err = cat(final_, ": not replaced: it is ", describe_kind(was), ", this tool wrote ",
+                  describe_kind(now.empty() ? kind_ : now),
+                  " (--overwrite replaces only this tool's own previous output)");
+      } else if (is_dir_) {
+        // A directory cannot be renamed over a non-empty one: move the old one aside first.
+        fs::path p(final_);
+        trash = p.parent_path() / cat(".", p.filename().string(), ".old-", getpid());
+        fs::rename(final_, trash, ec);
+        if (ec) err = cat(final_, ": cannot move the previous output aside: ", ec.message());
+      }
+    }
+    if (err.empty()) {
+      fs::rename(tmp_, final_, ec);
+      if (ec) {
+        err = cat(final_, ": cannot move the finished output into place: ", ec.message());
+        if (!trash.empty()) fs::rename(trash, final_, ec);
+      } else if (!trash.empty()) {
+        fs::remove_all(trash, ec);
+      }
+    }
   }
   comm_.bcast_string(err);
   if (!err.empty()) throw CollectiveError(err);

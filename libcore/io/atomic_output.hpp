@@ -1,39 +1,65 @@
-// Outputs that appear complete or not at all.
+// Outputs that appear complete or not at all, and that replace only their own kind.
 //
 // A stage writes to a hidden temporary name in the destination directory and renames it
 // into place only after everything was written and closed: a crashed or killed stage never
 // leaves a file that looks finished, and a previous good output stays intact until the new
 // one is complete (rename is atomic within one file system).
+//
+// --overwrite replaces only a tool's own previous output, recognised by its kind
+// (output_kind: the `schema` attribute of a Sieve HDF5 file, the report directory's
+// contents, a train_scaled result.json), never a foreign file or directory and never an
+// input of the same invocation. Checked up front (check_output_path) and again just before
+// the rename (commit: the existing output must be of the same kind as the new one).
 #pragma once
 #include <string>
+#include <vector>
 
 #include "comm/comm.hpp"
 
 namespace sieve {
 
+// Kinds of outputs that are not HDF5 files (the HDF5 ones are schema:: names).
+namespace schema {
+inline constexpr const char* kReport = "sieve.report/1";  // report directory
+inline constexpr const char* kResult = "sieve.result/1";  // train_scaled result.json
+}  // namespace schema
+
+// What the existing `path` is: the `schema` attribute of a Sieve HDF5 file, schema::kReport
+// for a directory holding only what report writes (index.html and report.config.yaml among
+// it), schema::kResult for a JSON object with `sweep_index`, "" for anything else (including
+// a missing path).
+std::string output_kind(const std::string& path);
+
 class AtomicOutput {
  public:
-  // Checks (on every rank, collectively) that `final_path` does not exist unless
-  // `overwrite`, and that its directory exists and is writable; picks the temporary name.
-  AtomicOutput(std::string final_path, bool overwrite, const Comm& comm, bool is_dir = false);
+  // Checks (on every rank, collectively) what check_output_path checks; picks the
+  // temporary name. `kind`: what this output will be ("" = any Sieve output may be
+  // replaced; commit() still requires the same kind as the new one). `inputs`: paths this
+  // invocation reads, which the output must neither be nor contain.
+  AtomicOutput(std::string final_path, bool overwrite, const Comm& comm, bool is_dir = false,
+               std::string kind = "", std::vector<std::string> inputs = {});
   ~AtomicOutput();  // removes the temporary if commit() was not reached
   AtomicOutput(const AtomicOutput&) = delete;
   AtomicOutput& operator=(const AtomicOutput&) = delete;
 
   const std::string& tmp_path() const { return tmp_; }
   const std::string& final_path() const { return final_; }
-  // Barrier, then rank 0 renames the temporary onto the final path, then barrier.
+  // Barrier, then rank 0 checks that an existing final path is of the new output's kind and
+  // renames the temporary onto it, then barrier. CollectiveError if it may not be replaced.
   void commit();
 
  private:
-  std::string final_, tmp_;
+  std::string final_, tmp_, kind_;
   const Comm& comm_;
   bool is_dir_, committed_ = false;
 };
 
-// Check an output path up front (exists without --overwrite, missing or unwritable
-// directory) so that a stage fails before doing any work. Throws Error naming the path.
-void check_output_path(const std::string& path, bool overwrite);
+// Check an output path up front so that a stage fails before doing any work. Throws Error
+// naming the path when: it exists without `overwrite`; it exists and is not a Sieve output
+// of `kind` (any Sieve output when `kind` is ""); it is, or (a directory) contains, one of
+// `inputs`; its directory is missing or not writable.
+void check_output_path(const std::string& path, bool overwrite, const std::string& kind = "",
+                       const std::vector<std::string>& inputs = {});
 
 // Write a small text file atomically (rank-local; call on one rank).
 void write_text_atomic(const std::string& path, const std::string& text);

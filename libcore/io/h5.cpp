@@ -1,14 +1,22 @@
 #include "io/h5.hpp"
 
 #include <cstring>
+#include <exception>
 #include <filesystem>
 
 namespace sieve::h5 {
 namespace {
 
 // Silence HDF5's stderr error stack once: we report errors ourselves.
+// No library shutdown at exit either (H5dont_atexit must come before any other call):
+// after a close that failed (disk full) the file's id is half torn down, and the atexit
+// shutdown closing it again segfaulted in H5F__close_cb. Every file is closed by its
+// RAII owner before exit, so the shutdown has nothing left to flush.
 struct QuietErrors {
-  QuietErrors() { H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr); }
+  QuietErrors() {
+    H5dont_atexit();
+    H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr);
+  }
 };
 const QuietErrors quiet_errors;
 
@@ -87,7 +95,17 @@ static File open_mode(const std::string& path, const Comm* comm, unsigned mode) 
   Handle fapl = make_fapl(comm);
   hid_t id = H5Fopen(path.c_str(), mode, fapl.get());
   if (id < 0) throw Error(cat(path, ": cannot open HDF5 file (corrupt or truncated?)"));
-  return File::adopt(path, Handle(id, H5Fclose), comm && comm->size() > 1);
+  File f = File::adopt(path, Handle(id, H5Fclose), comm && comm->size() > 1);
+  // An index file of virtual datasets (a sharded Sieve dataset) lists its shard files in
+  // `shards`: HDF5 reads a missing source file as fill values (zeros) without a word, so
+  // every reader, whichever it is, refuses the file here.
+  if (f.has_attr("/", "shards")) {
+    const std::filesystem::path dir = std::filesystem::path(path).parent_path();
+    for (const auto& s : f.attr_strings("/", "shards"))
+      if (!std::filesystem::is_regular_file(dir / s))
+        throw Error(cat(path, ": shard file ", (dir / s).string(), " is missing"));
+  }
+  return f;
 }
 
 File File::adopt(const std::string& path, Handle h, bool parallel) {
@@ -432,6 +450,10 @@ std::vector<int64_t> File::attr_ints(const std::string& obj, const std::string& 
 
 void File::flush() {
   check_status(H5Fflush(file_.get(), H5F_SCOPE_GLOBAL), cat(path_, ": flush failed (disk full?)"));
+}
+
+File::~File() {
+  if (parallel_ && std::uncaught_exceptions() > 0) (void)file_.release();
 }
 
 void File::close() {

@@ -50,6 +50,15 @@ std::string type_name(hid_t type);
 
 class File {
  public:
+  File() = default;
+  File(File&&) = default;
+  File& operator=(File&&) = default;
+  // A file shared by several ranks (MPI-IO) that goes out of scope while an exception is
+  // in flight is abandoned, not closed: closing is collective, and after a failed write
+  // (disk full) the ranks' HDF5 states differ, so a collective close never completed on
+  // them all (the job spun at 100 % CPU). The file is a temporary that AtomicOutput
+  // removes; the process ends right after (no HDF5 shutdown at exit, see h5.cpp).
+  ~File();
   // Create (truncate) `path`. With comm->size() > 1 the file is shared by all ranks.
   static File create(const std::string& path, const Comm* comm = nullptr);
   // Open read-only. Missing or non-HDF5 files give an Error naming the path.

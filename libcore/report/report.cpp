@@ -203,7 +203,9 @@ void section_estimates(SectionContext& c) {
 
 void make_report(const Config& cfg, const ReportOptions& opt, const Comm& comm) {
   // Checks the output up front (exists without --overwrite -> error before any work).
-  AtomicOutput out(opt.output, opt.overwrite, comm, /*is_dir=*/true);
+  // Only a previous report is ever replaced, and never the run directory it reads.
+  AtomicOutput out(opt.output, opt.overwrite, comm, /*is_dir=*/true, schema::kReport,
+                   {opt.run_dir, opt.sweep_dir});
   if (comm.is_root()) {
     RunData data = load_run(opt.run_dir, opt.sweep_dir);
     const std::string dir = out.tmp_path();

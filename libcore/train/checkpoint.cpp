@@ -79,7 +79,7 @@ void read_buffers(const h5::File& f, nn::Model& m) {
 
 void save_checkpoint(const std::string& path, nn::Model& model, const SgdOptimizer& opt,
                      const TrainState& st, const std::string& config_yaml, const Comm& comm) {
-  AtomicOutput out(path, /*overwrite=*/true, comm);
+  AtomicOutput out(path, /*overwrite=*/true, comm, false, schema::kCheckpoint);
   if (comm.is_root()) {
     h5::File f = h5::File::create(out.tmp_path());
     h5::stamp(f, schema::kCheckpoint, config_yaml);
@@ -171,7 +171,7 @@ void prune_checkpoints(const std::string& dir, int64_t keep) {
 
 void save_model(const std::string& path, nn::Model& model, const std::string& config_yaml,
                 bool overwrite, const Comm& comm) {
-  AtomicOutput out(path, overwrite, comm);
+  AtomicOutput out(path, overwrite, comm, false, schema::kModel);
   if (comm.is_root()) {
     h5::File f = h5::File::create(out.tmp_path());
     h5::stamp(f, schema::kModel, config_yaml);

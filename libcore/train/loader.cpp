@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <unordered_map>
 
+#include "data/dataset_file.hpp"
 #include "io/h5.hpp"
 #include "io/schemas.hpp"
 
@@ -15,71 +16,68 @@ uint64_t mix64(uint64_t x) {
   return x ^ (x >> 31);
 }
 
+// Every dataset read goes through data::DatasetFile::open, which checks the schema, shapes,
+// types, label ranges and that every shard file of a sharded dataset exists (HDF5 reads a
+// missing shard as zeros: a model trained on it reports "test acc 1").
 DatasetMeta read_dataset_meta(const std::string& path) {
-  h5::File f = h5::File::open(path);
-  h5::require_schema(f, schema::kDataset);
+  data::DatasetFile::Options o;
+  o.check_labels = false;  // read_split checks the labels it reads
+  const auto ds = data::DatasetFile::open(path, o);
   DatasetMeta m;
-  m.num_classes = int(f.attr_int("/", "num_classes"));
-  m.mean = f.attr_doubles("/", "mean");
-  m.std = f.attr_doubles("/", "std");
-  m.kind = f.has_attr("/", "kind") ? f.attr_string("/", "kind")
-                                   : (f.exists("/train/images") ? "image" : "tabular");
+  m.num_classes = int(ds.num_classes());
+  m.mean = ds.mean();
+  m.std = ds.stddev();
+  m.kind = data::kind_name(ds.kind());
   SIEVE_CHECK(m.num_classes >= 2, path, ": attr num_classes: expected >= 2, found ",
               m.num_classes);
   return m;
 }
 
+namespace {
+data::Split split_of(const std::string& path, const std::string& split) {
+  if (split == "train") return data::Split::Train;
+  if (split == "test") return data::Split::Test;
+  throw Error(cat(path, ": no split '", split, "' (expected train or test)"));
+}
+}  // namespace
+
 bool has_split(const std::string& path, const std::string& split) {
-  h5::File f = h5::File::open(path);
-  return f.exists("/" + split + "/labels");
+  data::DatasetFile::Options o;
+  o.check_labels = false;
+  // DatasetFile::open requires both splits, so a readable dataset has either.
+  data::DatasetFile::open(path, o);
+  split_of(path, split);
+  return true;
 }
 
 SplitData read_split(const std::string& path, const std::string& split) {
-  h5::File f = h5::File::open(path);
-  h5::require_schema(f, schema::kDataset);
+  const auto ds = data::DatasetFile::open(path);  // also checks every label's range
+  const data::Split s = split_of(path, split);
   SplitData d;
-  const std::string g = "/" + split;
-  auto ldims = f.require<int32_t>(g + "/labels", 1);
-  d.n = int64_t(ldims[0]);
-  d.image = f.exists(g + "/images");
+  d.n = ds.rows(s);
+  d.image = ds.is_image();
+  const size_t row_elems = size_t(ds.row_elems());
   // Few large reads: blocks of ~64 MiB of rows each.
-  auto read_blocks = [&](auto* out, const std::string& name, size_t row_elems) {
+  auto read_blocks = [&](auto* out, auto read) {
     using T = std::remove_pointer_t<decltype(out)>;
-    const hsize_t rows_per = std::max<hsize_t>(1, (64u << 20) / std::max<size_t>(1, row_elems * sizeof(T)));
-    for (hsize_t r = 0; r < hsize_t(d.n); r += rows_per) {
-      hsize_t cnt = std::min<hsize_t>(rows_per, hsize_t(d.n) - r);
-      f.read_rows<T>(name, r, cnt, out + r * row_elems);
-    }
+    const int64_t rows_per =
+        std::max<int64_t>(1, int64_t((64u << 20) / std::max<size_t>(1, row_elems * sizeof(T))));
+    for (int64_t r = 0; r < d.n; r += rows_per)
+      read(r, std::min(d.n, r + rows_per), out + size_t(r) * row_elems);
   };
   if (d.image) {
-    auto dims = f.require<uint8_t>(g + "/images", 4);
-    SIEVE_CHECK(int64_t(dims[0]) == d.n, path, ": ", g, "/images has ", dims[0],
-                " rows but labels has ", d.n);
-    d.h = int(dims[1]);
-    d.w = int(dims[2]);
-    d.c = int(dims[3]);
-    d.images.resize(size_t(d.n) * d.h * d.w * d.c);
-    read_blocks(d.images.data(), g + "/images", size_t(d.h) * d.w * d.c);
+    d.h = int(ds.height());
+    d.w = int(ds.width());
+    d.c = int(ds.channels());
+    d.images.resize(size_t(d.n) * row_elems);
+    read_blocks(d.images.data(), [&](int64_t a, int64_t b, uint8_t* o) { ds.read_images(s, a, b, o); });
   } else {
-    SIEVE_CHECK(f.exists(g + "/features"), path, ": ", g,
-                ": expected /images uint8 [N,H,W,C] or /features float32 [N,F]");
-    auto dims = f.require<float>(g + "/features", 2);
-    SIEVE_CHECK(int64_t(dims[0]) == d.n, path, ": ", g, "/features has ", dims[0],
-                " rows but labels has ", d.n);
-    d.f = int(dims[1]);
-    d.features.resize(size_t(d.n) * d.f);
-    read_blocks(d.features.data(), g + "/features", size_t(d.f));
+    d.f = int(ds.features());
+    d.features.resize(size_t(d.n) * row_elems);
+    read_blocks(d.features.data(), [&](int64_t a, int64_t b, float* o) { ds.read_features(s, a, b, o); });
   }
-  d.labels = f.read_all<int32_t>(g + "/labels");
-  // A label outside 0..K-1 would index past the logits: reject it here, naming the row.
-  const int64_t k = f.attr_int("/", "num_classes");
-  for (size_t i = 0; i < d.labels.size(); ++i)
-    SIEVE_CHECK(d.labels[i] >= 0 && d.labels[i] < k, path, ": ", g, "/labels[", i, "] = ",
-                d.labels[i], " is not a class index 0..", k - 1, " (num_classes ", k, ")");
-  f.require<int64_t>(g + "/sample_id", 1);
-  d.sample_id = f.read_all<int64_t>(g + "/sample_id");
-  SIEVE_CHECK(int64_t(d.sample_id.size()) == d.n, path, ": ", g, "/sample_id has ",
-              d.sample_id.size(), " rows, expected ", d.n);
+  d.labels = ds.labels(s);
+  d.sample_id = ds.sample_ids(s);
   return d;
 }
 

@@ -6,6 +6,7 @@
 #include "config/sections.hpp"
 #include "io/atomic_output.hpp"
 #include "io/metrics.hpp"
+#include "io/schemas.hpp"
 #include "train/holdout.hpp"
 #include "train/programs.hpp"
 #include "train/sweep.hpp"
@@ -113,7 +114,7 @@ void pretrain_main(ToolContext& ctx) {
   std::string dir = fs::path(output).parent_path().string();
   if (dir.empty()) dir = ".";
   make_output_dir(ctx, dir, 1);
-  check_output_path(output, ctx.overwrite);
+  check_output_path(output, ctx.overwrite, schema::kModel, {dataset});
   const double holdout = ctx.cfg.get_float("pretrain.holdout");
   // The early model sits next to the final one whatever --output says (model_early.h5).
   const std::string early = (fs::path(dir) / (fs::path(output).stem().string() + "_early.h5")).string();
@@ -121,7 +122,7 @@ void pretrain_main(ToolContext& ctx) {
   if (!resume) {
     // A fresh run replaces the early model of an earlier one (--overwrite), so that a stale
     // early model can never be picked up by extract_features next to a new final model.
-    check_output_path(early, ctx.overwrite);
+    check_output_path(early, ctx.overwrite, schema::kModel, {dataset});
     if (ctx.comm.is_root()) {
       std::error_code ec;
       fs::remove(early, ec);

@@ -45,12 +45,9 @@ Sweep::Sweep(const Config& cfg) {
     if (!spec || a.path == "scaled.sweep")
       throw UsageError(cat("scaled.sweep.", a.key, ": unknown key (", a.path,
                            " is not a scaled.* config key)"));
-    YAML::Node vals = kv.second;
-    if (vals.IsScalar()) {
-      YAML::Node one(YAML::NodeType::Sequence);
-      one.push_back(vals);
-      vals = one;
-    }
+    // A single value is a one-element list (a new node: assigning over `vals` would write
+    // through into the grid and make it contain itself).
+    const YAML::Node vals = kv.second.IsScalar() ? one_element_list(kv.second) : kv.second;
     if (!vals.IsSequence() || vals.size() == 0)
       throw UsageError(cat("scaled.sweep.", a.key, ": expected a non-empty list of values"));
     for (const auto& v : vals) {

@@ -31,8 +31,8 @@ void warn(const std::string& msg) {
   std::fflush(stderr);
 }
 
-void error(const std::string& msg) {
-  if (g_size > 1)
+void error(const std::string& msg, bool with_rank) {
+  if (g_size > 1 && with_rank)
     std::fprintf(stderr, "%s: error: [rank %d] %s\n", g_tool.c_str(), g_rank, msg.c_str());
   else
     std::fprintf(stderr, "%s: error: %s\n", g_tool.c_str(), msg.c_str());

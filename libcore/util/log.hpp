@@ -22,8 +22,9 @@ const std::string& tool_name();
 void info(const std::string& msg);
 // "tool: warning: message" on rank 0.
 void warn(const std::string& msg);
-// "tool: error: message" on the calling rank (errors are printed where they happen).
-void error(const std::string& msg);
+// "tool: error: message" on the calling rank (errors are printed where they happen);
+// "[rank r]" before the message in a job of several ranks unless `with_rank` is false.
+void error(const std::string& msg, bool with_rank = true);
 
 template <typename... Args>
 void infof(const Args&... args) {

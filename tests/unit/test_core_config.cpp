@@ -135,3 +135,65 @@ TEST(ConfigKeyPath, SplitsPutsAndFinds) {
   EXPECT_FALSE(root["train"]["missing"]);
   EXPECT_EQ(root["train"].size(), 2u);
 }
+
+// Issue 15: what used to crash, loop or pass silently in config loading.
+TEST(Config, DirectoryDuplicateKeysAndSecondDocumentAreErrorsNamingTheFile) {
+  auto s = small_schema();
+  std::string dir = test::scratch_dir("config_dir_as_file");
+  std::string m = error_of(s, dir, {});  // was an uncaught std::ios_base::failure (exit 134)
+  EXPECT_NE(m.find(dir + ": is a directory"), std::string::npos) << m;
+
+  auto dup = write_yaml("dup", "train:\n  batch: 64\n  batch: 32\n");
+  m = error_of(s, dup, {});
+  EXPECT_NE(m.find(dup), std::string::npos) << m;
+  EXPECT_NE(m.find("'train.batch' appears twice"), std::string::npos) << m;
+  auto dup_section = write_yaml("dup_section", "train:\n  batch: 64\ntrain:\n  lr: 0.5\n");
+  m = error_of(s, dup_section, {});
+  EXPECT_NE(m.find("'train' appears twice"), std::string::npos) << m;
+
+  auto two = write_yaml("two_docs", "train:\n  batch: 64\n---\ntrain:\n  batch: 32\n");
+  m = error_of(s, two, {});
+  EXPECT_NE(m.find(two), std::string::npos) << m;
+  EXPECT_NE(m.find("2 YAML documents"), std::string::npos) << m;
+  // A leading "---" alone is still one document.
+  auto one = write_yaml("one_doc", "---\ntrain:\n  batch: 64\n");
+  EXPECT_EQ(Config::load(s, one, {}).get_int("train.batch"), 64);
+}
+
+TEST(Config, ScalarForAListKeyIsAOneElementList) {
+  auto s = small_schema();
+  Config c = Config::load(s, "", {"sweep.batches=16"});
+  EXPECT_EQ(c.get_int_list("sweep.batches"), std::vector<int64_t>{16});
+  // The pipeline's sweep grid: one value for an axis (was "expected an integer, got &1 [*1]").
+  Config p = Config::load(pipeline_schema(), "", {"scaled.sweep.global_batch=16"});
+  YAML::Node grid = p.get_tree("scaled.sweep");
+  EXPECT_EQ(grid["global_batch"].as<int64_t>(), 16);
+  // validate_value leaves its input alone.
+  YAML::Node in = YAML::Load("16");
+  YAML::Node out = validate_value(*s.find("sweep.batches"), in, "test");
+  EXPECT_TRUE(in.IsScalar());
+  ASSERT_TRUE(out.IsSequence());
+  EXPECT_EQ(out.size(), 1u);
+  EXPECT_EQ(out[0].as<int64_t>(), 16);
+}
+
+TEST(Config, FloatsPrintInTheShortestRoundTripForm) {
+  EXPECT_EQ(format_float(0.05), "0.05");
+  EXPECT_EQ(format_float(0.1), "0.1");
+  EXPECT_EQ(format_float(2.0), "2.0");
+  EXPECT_EQ(format_float(1e-5), "1e-05");
+  auto s = small_schema();
+  Config c = Config::load(s, "", {"train.lr=0.05"});
+  std::string y = c.to_yaml();
+  EXPECT_NE(y.find("lr: 0.05\n"), std::string::npos) << y;
+  EXPECT_EQ(y.find("0.0500000"), std::string::npos) << y;
+  EXPECT_DOUBLE_EQ(c.get_float("train.lr"), 0.05);
+  EXPECT_NE(s.describe().find("train.lr = 0.1 "), std::string::npos) << s.describe();
+  // Round trip: the printed text reads back as the same double.
+  Config back = Config::from_yaml_text(s, y, "test");
+  EXPECT_EQ(back.get_float("train.lr"), c.get_float("train.lr"));
+  EXPECT_EQ(back.to_yaml(), y);
+  // The whole pipeline config has no long float tails.
+  std::string all = Config::load(pipeline_schema(), "", {}).to_yaml();
+  EXPECT_EQ(all.find("00000000"), std::string::npos) << all;
+}

@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <functional>
 #include <map>
 #include <set>
 
@@ -221,4 +222,28 @@ TEST(TrainData, HoldoutIsStratifiedKeyedBySampleIdAndDisjoint) {
   EXPECT_EQ(h.holdout.size(), 25u + 50u + 75u);  // llround(24.5) = 25 of class 0's 49
   EXPECT_TRUE(std::find(h.train.begin(), h.train.end(), 0) != h.train.end());
   EXPECT_TRUE(split_holdout(d, 0.0, 1).holdout.empty());
+}
+
+// Issue 15: an index of a sharded dataset copied without its shards read as zeros
+// ("test acc 1", all labels and sample_ids 0). Every reader now refuses it.
+TEST(TrainData, ShardedDatasetWithAMissingShardIsAnErrorNamingIt) {
+  std::string dir = test::scratch_dir("train_data_missing_shard");
+  const std::string path = dir + "/d.h5";
+  test::write_image_dataset(path, 12, 4, 4);
+  {
+    h5::File f = h5::File::open_rw(path);
+    f.set_attr("/", "shards", std::vector<std::string>{"d.shard-0.h5", "d.shard-1.h5"});
+  }
+  for (auto fn : std::vector<std::function<void()>>{
+           [&] { read_split(path, "train"); }, [&] { read_dataset_meta(path); },
+           [&] { has_split(path, "test"); }, [&] { h5::File::open(path); }}) {
+    try {
+      fn();
+      FAIL() << "expected an error";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("shard file " + dir + "/d.shard-0.h5 is missing"),
+                std::string::npos)
+          << e.what();
+    }
+  }
 }

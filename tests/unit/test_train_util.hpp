@@ -61,8 +61,12 @@ inline void write_dataset(const std::string& path, const TinySplit& train, const
   h5::File f = h5::File::create(path);
   h5::stamp(f, schema::kDataset, "test: {}\n");
   write_split(f, "/train", train, hw, feat);
-  if (test) write_split(f, "/test", *test, hw, feat);
+  // The format has both splits (an empty test split when there is none).
+  write_split(f, "/test", test ? *test : TinySplit{}, hw, feat);
   f.set_attr("/", "num_classes", int64_t(classes));
+  std::vector<std::string> names;
+  for (int k = 0; k < classes; ++k) names.push_back("class" + std::to_string(k));
+  f.set_attr("/", "class_names", names);
   f.set_attr("/", "mean", mean);
   f.set_attr("/", "std", stdv);
   f.set_attr("/", "kind", std::string(feat > 0 ? "tabular" : "image"));
