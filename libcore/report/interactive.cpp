@@ -160,7 +160,7 @@ function esc(t) { const d = document.createElement("div"); d.textContent = t; re
 for (let k = 0; k < K; ++k)
   addToggle('<span class="sw" style="background:' + color(k) + '"></span>' + esc(D.classes[k]),
             true, v => { shown[k] = v; });
-addToggle("<b>&times;</b> DBSCAN noise (" + D.noise_count + ")", true, v => { showNoise = v; });
+addToggle("<b>&times;</b> flagged as noise (" + D.noise_count + ")", true, v => { showNoise = v; });
 addToggle("noise only", false, v => { noiseOnly = v; });
 const tip = document.getElementById("tip"), tipText = document.getElementById("tiptext");
 const thumb = document.getElementById("thumb"), tctx = thumb.getContext("2d");
@@ -199,7 +199,7 @@ function showTip(i, cx, cy) {
   showThumb(P.t[i]);
   tipText.innerHTML = "sample " + P.id[i] + "<br>label " + P.l[i] + ": " +
       esc(D.classes[P.l[i]] || "?") + "<br>cluster " + P.c[i] +
-      (P.n[i] ? "<br><b>DBSCAN noise</b>" : "");
+      (P.n[i] ? "<br><b>flagged as noise</b>" : "");
   tip.style.display = "block";
   tip.style.left = (cx + 14) + "px"; tip.style.top = (cy + 14) + "px";
   tip.dataset.sample = P.id[i];

@@ -209,6 +209,34 @@ void load_filter(RunData& d) {
   fi.min_samples = f.has_attr("/", "min_samples") ? f.attr_int("/", "min_samples") : 0;
   fi.noise_precision = attr_or_nan(f, "noise_precision");
   fi.noise_recall = attr_or_nan(f, "noise_recall");
+  // The detectors cluster_filter ran (the chosen one first, then in a fixed order).
+  std::vector<std::string> order = {fi.method, "knn", "confident", "dbscan", "gmm", "kmeans"};
+  for (size_t k = 0; k < order.size(); ++k) {
+    const std::string& m = order[k];
+    const std::string g = "/detectors/" + m;
+    if (m.empty() || std::find(order.begin(), order.begin() + k, m) != order.begin() + k ||
+        !f.exists(g))
+      continue;
+    DetectorInfo di;
+    di.method = m;
+    di.inputs = f.has_attr(g, "inputs") ? f.attr_string(g, "inputs") : "";
+    di.flagged = f.has_attr(g, "flagged") ? f.attr_int(g, "flagged") : 0;
+    if (f.has_attr(g, "f1")) {
+      di.hits = f.attr_int(g, "hits");
+      di.truth = f.attr_int(g, "truth");
+      di.precision = f.attr_double(g, "precision");
+      di.recall = f.attr_double(g, "recall");
+      di.f1 = f.attr_double(g, "f1");
+      di.average_precision = f.attr_double(g, "average_precision");
+    }
+    if (f.exists(g + "/pr")) {
+      auto dims = f.require<float>(g + "/pr", 2);
+      SIEVE_CHECK(dims[1] == 3, fi.path, ": ", g, "/pr: expected [points, 3] (threshold, "
+                  "precision, recall), found ", dims[1], " columns");
+      di.pr = f.read_all<float>(g + "/pr");
+    }
+    fi.detectors.push_back(std::move(di));
+  }
   fi.present = true;
 }
 

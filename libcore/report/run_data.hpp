@@ -72,8 +72,18 @@ struct ClassRow {  // one row of the paper's Table I
   double removed_pct = 0;
 };
 
+// One detector's decisions scored against the ground truth (filter.h5 /detectors/<method>,
+// written by cluster_filter when the dataset has /train/noise_truth).
+struct DetectorInfo {
+  std::string method, inputs;
+  int64_t flagged = 0, hits = -1, truth = -1;  // hits/truth -1: not scored
+  double precision = kNaN, recall = kNaN, f1 = kNaN, average_precision = kNaN;
+  std::vector<float> pr;  // [points, 3]: threshold, precision, recall (recall ascending)
+};
+
 struct FilterInfo {
   bool present = false;
+  std::vector<DetectorInfo> detectors;  // every detector cluster_filter ran, chosen first
   std::string path, method;
   double eps = kNaN;
   int64_t min_samples = 0;

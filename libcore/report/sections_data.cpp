@@ -1,5 +1,6 @@
 // Sections over the data stages: overview of the inputs, the per-class data reduction
-// (the paper's Table I) and the t-SNE embedding with DBSCAN noise (static + interactive).
+// (the paper's Table I), the noise detectors compared, and the t-SNE embedding with the
+// flagged samples (static + interactive).
 #include <algorithm>
 #include <cmath>
 #include <unordered_map>
@@ -17,6 +18,71 @@ std::string shape_str(const std::vector<int64_t>& s) {
   std::string out;
   for (size_t i = 0; i < s.size(); ++i) out += (i ? "×" : "") + std::to_string(s[i]);
   return out;
+}
+
+const char* method_words(const std::string& m) {
+  if (m == "dbscan") return "t-SNE + DBSCAN per class (the paper's method)";
+  if (m == "knn") return "k-NN label vote in feature space";
+  if (m == "confident") return "confident learning on class probabilities";
+  if (m == "gmm") return "Gaussian mixture per class (least likely points)";
+  if (m == "kmeans") return "k-means per class (farthest points)";
+  return "unknown method";
+}
+
+// Every detector cluster_filter ran on the same samples, scored against the ground truth:
+// one table row each and their precision-recall curves over each detector's score.
+void detector_comparison(SectionContext& c, const FilterInfo& f) {
+  std::vector<const DetectorInfo*> scored;
+  for (const auto& d : f.detectors)
+    if (d.hits >= 0) scored.push_back(&d);
+  if (scored.empty()) return;
+  std::vector<Row> table, csv, curve;
+  for (const DetectorInfo* d : scored) {
+    const std::string chosen = d->method == f.method ? " (used)" : "";
+    table.push_back({d->method + chosen, d->inputs, std::to_string(d->flagged),
+                     std::to_string(d->hits), pct(d->precision), pct(d->recall),
+                     fixed(d->f1, 3), fixed(d->average_precision, 3)});
+    csv.push_back({d->method, d->inputs, std::to_string(d->flagged), std::to_string(d->hits),
+                   std::to_string(d->truth), fmt(d->precision), fmt(d->recall), fmt(d->f1),
+                   fmt(d->average_precision)});
+    for (size_t i = 0; i + 2 < d->pr.size(); i += 3)
+      curve.push_back({d->method, fmt(d->pr[i]), fmt(d->pr[i + 1]), fmt(d->pr[i + 2])});
+  }
+  c.doc.paragraph(cat(
+      "Every detector on the same ", scored.front()->truth,
+      " noisy samples (ground truth). Precision: share of the flagged samples that are noise; "
+      "recall: share of the noise flagged; average precision: area under the precision-recall "
+      "curve over the detector's score, i.e. how well its ranking would do at any threshold."));
+  c.doc.table({"detector", "looks at", "flagged", "noise among them", "precision %", "recall %",
+               "F1", "average precision"},
+              table, "Noise detectors compared against the ground truth");
+  write_csv(c.dir + "/data/detectors.csv",
+            {"method", "inputs", "flagged", "hits", "truth", "precision", "recall", "f1",
+             "average_precision"},
+            csv);
+  write_csv(c.dir + "/data/detector_pr.csv", {"method", "threshold", "precision", "recall"},
+            curve);
+  std::string gp = terminal_line(c.format, 760, 520) +
+                   cat("set output ", gp_quote(c.figure_path("detector_pr")), "\n",
+                       "set datafile separator ','\nset key bottom left\n"
+                       "set xrange [0:1]\nset yrange [0:1.02]\nset grid\n"
+                       "set xlabel 'recall (share of the noise flagged)'\n"
+                       "set ylabel 'precision (share of flagged that is noise)'\n"
+                       "set title 'Noise detectors: precision-recall over each score'\nplot ");
+  for (size_t k = 0; k < scored.size(); ++k) {
+    const DetectorInfo* d = scored[k];
+    gp += cat(k ? ", " : "", "'data/detector_pr.csv' skip 1 using (strcol(1) eq ",
+              gp_quote(d->method), " ? $4 : NaN):3 with lines lw 2 lc rgb '", kPalette[k % 10],
+              "' title ", gp_quote(cat(d->method, " (AP ", fixed(d->average_precision, 3), ")")),
+              ", '+' using (", fmt(d->recall), "):(", fmt(d->precision),
+              ") every ::0::0 with points pt 7 ps 1.4 lc rgb '", kPalette[k % 10],
+              "' notitle");
+  }
+  gp += "\n";
+  run_gnuplot(c.dir, "detector_pr", gp, c.figure_path("detector_pr"));
+  c.doc.figure(c.figure_path("detector_pr"),
+               "Precision-recall of each detector over its score; the dot is its decision",
+               {"data/detector_pr.csv", "data/detectors.csv"}, "fig-detectors");
 }
 
 }  // namespace
@@ -75,11 +141,15 @@ void section_reduction(SectionContext& c) {
     c.doc.note("No filter.h5: run cluster_filter to fill this section.");
     return;
   }
-  c.doc.paragraph(cat("Clustering: ", f.method.empty() ? "n/a" : f.method, ", eps ",
-                      fmt(f.eps, 4).empty() ? "n/a" : fmt(f.eps, 4), ", min_samples ",
-                      f.min_samples,
-                      ". Noise points (cluster −1) are removed from the "
-                      "filtered arm; the random arm removes as many, chosen at random."));
+  const bool clusters = f.method == "dbscan" || f.method == "gmm" || f.method == "kmeans";
+  c.doc.paragraph(cat(
+      "Detector: ", f.method.empty() ? "n/a" : f.method,
+      f.method.empty() ? "" : cat(" — ", method_words(f.method)),
+      f.method == "dbscan" ? cat(", eps ", fmt(f.eps, 4).empty() ? "n/a" : fmt(f.eps, 4),
+                                 ", min_samples ", f.min_samples)
+                           : std::string(),
+      ". The samples it flags as noise are removed from the filtered arm; the random arm "
+      "removes as many per class, chosen at random."));
   std::vector<Row> csv, table;
   int64_t ts = 0, tc = 0, tn = 0;
   for (auto& r : f.per_class) {
@@ -96,7 +166,9 @@ void section_reduction(SectionContext& c) {
     table.push_back({"all", "total", std::to_string(ts), std::to_string(tc), std::to_string(tn),
                      fixed(ts ? 100.0 * double(tn) / double(ts) : 0.0, 2)});
   c.doc.table({"class", "name", "samples", "clusters", "noise", "removed %"}, table,
-              "Table I: DBSCAN clusters and noise removed per class");
+              clusters ? cat("Table I: ", f.method, " clusters and noise removed per class")
+                       : cat("Table I: samples flagged by ", f.method,
+                             " and removed per class (no clusters: the column is 0)"));
   c.doc.link("data/data_reduction.csv", "data/data_reduction.csv");
   if (!std::isnan(f.noise_precision) || !std::isnan(f.noise_recall)) {
     c.doc.paragraph(cat("Against the injected-noise ground truth: precision ",
@@ -132,12 +204,14 @@ void section_reduction(SectionContext& c) {
         "No noise ground truth (dataset.h5 has no /train/noise_truth): precision and "
         "recall of the removal cannot be given.");
   }
+  detector_comparison(c, f);
 }
 
 void section_embedding(SectionContext& c) {
   const EmbeddingInfo& e = c.data.embedding;
   const FilterInfo& f = c.data.filter;
-  c.doc.section("t-SNE embedding and DBSCAN noise", "embedding");
+  c.doc.section("t-SNE embedding and the flagged noise", "embedding");
+  const std::string who = f.present && !f.method.empty() ? f.method : "the filter";
   if (!e.present) {
     c.doc.note("No embedding.h5: run reduce_dims to fill this section.");
     return;
@@ -171,7 +245,7 @@ void section_embedding(SectionContext& c) {
   write_csv(c.dir + "/data/classes.csv", {"label", "name"}, classes);
   if (f.present && joined < e.n)
     c.doc.note(cat(e.n - joined, " embedding points have no entry in filter.h5 (by sample_id)."));
-  c.doc.paragraph(cat(e.n, " points, ", noise, " marked as DBSCAN noise (black crosses)."));
+  c.doc.paragraph(cat(e.n, " points, ", noise, " flagged as noise by ", who, " (black crosses)."));
 
   // All classes in one scatter; a palette instead of a legend beyond 20 classes.
   const std::string src = "'data/tsne_points.csv' skip 1";
@@ -179,7 +253,8 @@ void section_embedding(SectionContext& c) {
                    cat("set output ", gp_quote(c.figure_path("tsne_scatter")), "\n",
                        "set datafile separator ','\nset size ratio -1\nset key outside right\n"
                        "set offsets graph 0.03, graph 0.03, graph 0.03, graph 0.03\n"
-                       "set title 't-SNE embedding by class; DBSCAN noise as black crosses'\n"
+                       "set title ", gp_quote(cat("t-SNE embedding by class; noise flagged by ", who,
+                                                  " as black crosses")), "\n"
                        "unset xtics\nunset ytics\n");
   if (num_classes <= 20) {
     gp += "plot ";
@@ -194,9 +269,9 @@ void section_embedding(SectionContext& c) {
   }
   gp += cat(", ", src,
             " using ($6==1 ? $2 : NaN):3 with points pt 2 ps 0.8 lw 1.5 lc rgb "
-            "'black' title 'DBSCAN noise'\n");
+            "'black' title ", gp_quote(cat("flagged by ", who)), "\n");
   run_gnuplot(c.dir, "tsne_scatter", gp, c.figure_path("tsne_scatter"));
-  c.doc.figure(c.figure_path("tsne_scatter"), "t-SNE embedding, colour = class, × = DBSCAN noise",
+  c.doc.figure(c.figure_path("tsne_scatter"), cat("t-SNE embedding, colour = class, × = flagged by ", who),
                {"data/tsne_points.csv", "data/classes.csv"}, "fig-tsne");
 
   // One panel per class (its points coloured, its noise black, the rest grey).
@@ -217,7 +292,7 @@ void section_embedding(SectionContext& c) {
                 " && $6==1 ? $2 : NaN):3 with points pt 2 ps 0.7 lc rgb 'black'\n");
     mp += "unset multiplot\n";
     run_gnuplot(c.dir, "tsne_per_class", mp, c.figure_path("tsne_per_class"));
-    c.doc.figure(c.figure_path("tsne_per_class"), "t-SNE per class with its DBSCAN noise",
+    c.doc.figure(c.figure_path("tsne_per_class"), cat("t-SNE per class with the samples ", who, " flagged"),
                  {"data/tsne_points.csv"}, "fig-tsne-per-class");
   } else {
     c.doc.note(cat("Per-class panels omitted for ", num_classes, " classes (at most 25)."));

@@ -119,6 +119,29 @@ void write_h5_inputs(const std::string& dir, bool with_filter) {
     f.set_attr("/", "min_samples", int64_t(5));
     f.set_attr("/", "noise_precision", 0.75);
     f.set_attr("/", "noise_recall", 0.6);
+    // Two detectors compared, as cluster_filter writes them with a ground truth.
+    struct Det {
+      const char* method;
+      int64_t flagged, hits;
+      double p, r, f1, ap;
+      std::vector<float> pr;
+    };
+    for (const Det& d : {Det{"dbscan", 8, 6, 0.75, 0.6, 0.6667, 0.7, {1, 1, .2f, .5f, .75f, .6f, 0, .3f, 1}},
+                         Det{"knn", 10, 9, 0.9, 0.9, 0.9, 0.95, {1, 1, .5f, .4f, .9f, .9f}}}) {
+      const std::string g = std::string("/detectors/") + d.method;
+      f.create_group(g);
+      f.write_small<float>(g + "/score", {kN}, std::vector<float>(kN, 0.5f));
+      f.write_small<uint8_t>(g + "/flag", {kN}, keep);
+      f.write_small<float>(g + "/pr", {d.pr.size() / 3, 3}, d.pr);
+      f.set_attr(g, "inputs", std::string(d.method) + " inputs");
+      f.set_attr(g, "flagged", d.flagged);
+      f.set_attr(g, "hits", d.hits);
+      f.set_attr(g, "truth", int64_t(10));
+      f.set_attr(g, "precision", d.p);
+      f.set_attr(g, "recall", d.r);
+      f.set_attr(g, "f1", d.f1);
+      f.set_attr(g, "average_precision", d.ap);
+    }
   }
 }
 
@@ -194,7 +217,15 @@ TEST(ReportTool, FullRunDirectoryGivesTablesFiguresAndMatchingCsv) {
     EXPECT_TRUE(fs::exists(p) && fs::file_size(p) > 0) << p;
   }
   EXPECT_GE(refs, 12);
-  for (const char* fig : {"accuracy_vs_batch", "gen_gap_vs_batch", "tsne_scatter", "tsne_per_class",
+  // The detectors side by side, the one used first, with their PR curves.
+  EXPECT_NE(md.find("| dbscan (used) | dbscan inputs | 8 | 6 | 75.00 | 60.00 | 0.667 | 0.700 |"),
+            std::string::npos)
+      << md;
+  EXPECT_NE(md.find("| knn | knn inputs | 10 | 9 | 90.00 | 90.00 | 0.900 | 0.950 |"),
+            std::string::npos)
+      << md;
+  EXPECT_EQ(read_csv(rep + "/data/detector_pr.csv").size(), 1u + 3 + 2);
+  for (const char* fig : {"detector_pr", "accuracy_vs_batch", "gen_gap_vs_batch", "tsne_scatter", "tsne_per_class",
                           "throughput_vs_ranks", "pretrain_curve", "predicted_scaling"}) {
     EXPECT_NE(html.find(std::string("figures/") + fig + ".png"), std::string::npos) << fig;
     EXPECT_NE(md.find(std::string("figures/") + fig + ".png"), std::string::npos) << fig;
