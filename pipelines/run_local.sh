@@ -69,10 +69,10 @@ for stage in "${SIEVE_STAGES[@]}"; do
   if [ "${SIEVE_STAGE_KIND[$stage]}" = array ]; then
     n="$("$tool" "${cfg[@]}" "${sets[@]}" --sweep-size)"
     echo "run_local: [$stage] $n sweep runs" | tee -a "$log"
-    for ((i = 0; i < n; i++)); do
-      run_stage_cmd "$stage" "$log" "${mpirun_cmd[@]}" "$tool" "${cfg[@]}" "${sets[@]}" \
-        --sweep-index "$i" --overwrite
-    done
+    # One process for the whole grid: no MPI start-up and initialisation per run (about 3 s
+    # each on 2 cores, a third of a quickstart run); Slurm runs them as an array instead.
+    run_stage_cmd "$stage" "$log" "${mpirun_cmd[@]}" "$tool" "${cfg[@]}" "${sets[@]}" \
+      --sweep-index "0-$((n - 1))" --overwrite
   else
     run_stage_cmd "$stage" "$log" "${mpirun_cmd[@]}" "$tool" "${cfg[@]}" "${sets[@]}" --overwrite
   fi

@@ -23,6 +23,9 @@ packages=(
   gnuplot-nox chromium
   # peers for benchmarks and file checks
   python3-h5py python3-numpy python3-sklearn python3-yaml
+  # real image data (30 MB): Fashion-MNIST's IDX files under /usr/share/datasets/fashion-mnist,
+  # read by configs/fashion_mnist.yaml
+  dataset-fashion-mnist
 )
 # Benchmark-only peer (scripts/bench_train.sh, bench_dataparallel.sh): PyTorch CPU. Large, so
 # the test suite (CI) does not install it.

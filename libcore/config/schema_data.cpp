@@ -15,6 +15,12 @@ void add_data_keys(ConfigSchema& s) {
   s.add_int("data.seed", -1,
             "seed of the synthetic generator and the CSV train/test split (-1: derived from run.seed)",
             -1);
+  s.add_float("data.label_noise", 0.0,
+              "real sources (cifar10, cifar100, mnist, csv): fraction of training labels flipped "
+              "to another class (seeded by data.seed) and recorded as /train/noise_truth, so "
+              "that detectors can be scored on real data (synthetic data: "
+              "data.synthetic.label_noise)",
+              0.0, 0.9);
   s.add_string("data.csv.label_column", "label", "CSV: name of the label column");
   s.add_float("data.csv.test_fraction", 0.2,
               "CSV: fraction of rows held out as test set (stratified by class)", 0.0, 0.9);

@@ -7,7 +7,7 @@ namespace sieve {
 // trainer (libcore/train/train_config.cpp) reads them under the same prefix.
 void add_trainer_keys(ConfigSchema& s, const std::string& p, const std::string& arch,
                       int64_t epochs, int64_t global_batch, double lr, int64_t ref_batch,
-                      double warmup_epochs) {
+                      double warmup_epochs, int64_t lars_from_batch) {
   s.add_string(p + ".model.arch", arch, "network architecture",
                {"mlp", "resnet18", "resnet34", "resnet50", "resnet101", "resnet152"});
   s.add_float(p + ".model.width", 1.0,
@@ -37,6 +37,8 @@ void add_trainer_keys(ConfigSchema& s, const std::string& p, const std::string& 
   s.add_bool(p + ".optimizer.lars", false,
              "LARS: per-layer trust ratio eta*|w|/(|g|+wd*|w|) (BN and bias excluded)");
   s.add_float(p + ".optimizer.lars_eta", 0.001, "LARS trust coefficient", 0.0);
+  s.add_int(p + ".optimizer.lars_from_batch", lars_from_batch,
+            "use LARS whenever global_batch is at least this (0: only when optimizer.lars)", 0);
   s.add_int(p + ".schedule.ref_batch", ref_batch,
             "reference batch of optimizer.lr for linear scaling lr*global_batch/ref_batch "
             "(0: no scaling)",
@@ -61,7 +63,7 @@ void add_trainer_keys(ConfigSchema& s, const std::string& p, const std::string& 
 
 // Keys of the 'pretrain' section: the feature extractor (tools/pretrain).
 void add_pretrain_keys(ConfigSchema& s) {
-  add_trainer_keys(s, "pretrain", "resnet18", 30, 256, 0.1, 0, 0.0);
+  add_trainer_keys(s, "pretrain", "resnet18", 30, 256, 0.1, 0, 0.0, 0);
   s.add_float("pretrain.holdout", 0.1,
               "fraction of each class of the training split held out of pretraining (seeded); "
               "the model at the epoch of peak held-out accuracy, before the network memorises "

@@ -4,14 +4,15 @@ namespace sieve {
 
 void add_trainer_keys(ConfigSchema& s, const std::string& p, const std::string& arch,
                       int64_t epochs, int64_t global_batch, double lr, int64_t ref_batch,
-                      double warmup_epochs);
+                      double warmup_epochs, int64_t lars_from_batch);
 
 // Keys of the 'scaled' section: the large-batch retraining (tools/train_scaled) and its
 // sweep grid. Model/optimizer/schedule keys are the same as pretrain's.
 void add_scaled_keys(ConfigSchema& s) {
-  // The sweep changes the batch, so the LR follows it by default: optimizer.lr holds at
-  // batch 256 and scales by schedule.scaling (auto) with one warm-up epoch (Goyal et al.).
-  add_trainer_keys(s, "scaled", "resnet18", 30, 256, 0.1, 256, 1.0);
+  // The sweep changes the batch, so the recipe follows it by default: optimizer.lr holds at
+  // batch 256 and scales by schedule.scaling (auto) with one warm-up epoch (Goyal et al.),
+  // and batches of 4096 and more train with LARS (You et al.); docs/training.md.
+  add_trainer_keys(s, "scaled", "resnet18", 30, 256, 0.1, 256, 1.0, 4096);
   s.add_string("scaled.arm", "full",
                "training data: full, filtered (filter /keep) or random (filter /random_keep)",
                {"full", "filtered", "random"});

@@ -2,6 +2,7 @@
 
 #include <climits>
 
+#include "data/label_noise.hpp"
 #include "data/rng.hpp"
 #include "data/synthetic.hpp"
 #include "util/error.hpp"
@@ -78,7 +79,12 @@ std::unique_ptr<Source> open_source(const Config& cfg, const std::string& input,
   std::string kind = cfg.get_string("data.source");
   std::string path = input.empty() ? cfg.get_string("data.path") : input;
   std::vector<std::string> names = cfg.get_string_list("data.class_names");
+  const double label_noise = cfg.get_float("data.label_noise");
   if (kind == "synthetic") {
+    if (label_noise > 0)
+      throw UsageError(cat("data.label_noise=", label_noise,
+                           ": for real sources; the synthetic generator injects its own noise "
+                           "(set data.synthetic.label_noise instead)"));
     const SyntheticSpec spec = synthetic_spec(cfg);
     if (spec.channels == 2)
       throw UsageError("data.synthetic.channels: 2 is not supported (use 1 or 3)");
@@ -116,6 +122,7 @@ std::unique_ptr<Source> open_source(const Config& cfg, const std::string& input,
   }
   if (m.rows(Split::Train) == 0)
     throw Error(cat(path, ": no training samples (", m.description, ")"));
+  if (label_noise > 0) src = with_label_noise(std::move(src), label_noise, data_seed(cfg));
   return src;
 }
 

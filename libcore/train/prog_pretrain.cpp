@@ -3,6 +3,8 @@
 #include <filesystem>
 #include <iostream>
 
+#include <regex>
+
 #include "config/sections.hpp"
 #include "io/atomic_output.hpp"
 #include "io/metrics.hpp"
@@ -202,13 +204,16 @@ void add_scaled_flags(po::options_description& d) {
       ("filter", po::value<std::string>(),
        "filter file for arm filtered/random (default: <run.dir>/filter.h5)")
       ("sweep-dir", po::value<std::string>(), "output directory (default: <run.dir>/sweep)")
-      ("sweep-index", po::value<int64_t>(),
-       "which run of the scaled.sweep grid (default: $SLURM_ARRAY_TASK_ID, or 0 for a "
-       "one-run grid)")
+      ("sweep-index", po::value<std::string>(),
+       "which runs of the scaled.sweep grid: N, A-B (inclusive) or all, run one after the "
+       "other in this process (default: $SLURM_ARRAY_TASK_ID, or 0 for a one-run grid)")
       ("list-sweep", "print the sweep table (index and values) to stdout and exit")
       ("sweep-size", "print the number of sweep runs to stdout and exit")
       ("resume", "continue the run from its newest complete checkpoint");
 }
+
+std::vector<int64_t> parse_sweep_indices(const std::string& text, int64_t size);
+void run_sweep_point(ToolContext& ctx, const Sweep& sweep, int64_t index);
 
 void train_scaled_main(ToolContext& ctx) {
   Sweep sweep(ctx.cfg);
@@ -220,15 +225,47 @@ void train_scaled_main(ToolContext& ctx) {
     if (ctx.comm.is_root()) std::cout << sweep.table() << std::flush;
     return;
   }
-  int64_t index = 0;
+  std::vector<int64_t> indices = {0};
   if (ctx.has_flag("sweep-index")) {
-    index = ctx.flags["sweep-index"].as<int64_t>();
+    indices = parse_sweep_indices(ctx.flags["sweep-index"].as<std::string>(), sweep.size());
   } else if (const char* t = std::getenv("SLURM_ARRAY_TASK_ID"); t && *t) {
-    index = std::atoll(t);
+    indices = parse_sweep_indices(t, sweep.size());
   } else if (sweep.size() > 1) {
     throw UsageError(cat("--sweep-index: required, the scaled.sweep grid has ", sweep.size(),
                          " runs (see --list-sweep)"));
   }
+  for (int64_t index : indices) run_sweep_point(ctx, sweep, index);
+}
+
+// "N", "A-B" (inclusive) or "all" -> indices into a grid of `size` runs.
+std::vector<int64_t> parse_sweep_indices(const std::string& text, int64_t size) {
+  auto bad = [&] {
+    return UsageError(cat("--sweep-index '", text, "': expected N, A-B or all with 0 <= A <= B < ",
+                          size, " (the sweep has ", size, " runs; see --list-sweep)"));
+  };
+  if (text == "all") {
+    std::vector<int64_t> all(static_cast<size_t>(size));
+    for (int64_t i = 0; i < size; ++i) all[size_t(i)] = i;
+    return all;
+  }
+  static const std::regex re("^([0-9]+)(-([0-9]+))?$");
+  std::smatch m;
+  if (!std::regex_match(text, m, re)) throw bad();
+  int64_t a = 0, b = 0;
+  try {
+    a = std::stoll(m[1].str());
+    b = m[3].matched ? std::stoll(m[3].str()) : a;
+  } catch (const std::exception&) {
+    throw bad();
+  }
+  if (a > b || b >= size) throw bad();
+  std::vector<int64_t> out;
+  for (int64_t i = a; i <= b; ++i) out.push_back(i);
+  return out;
+}
+
+// One point of the sweep grid: train it and write run-<index>/result.json.
+void run_sweep_point(ToolContext& ctx, const Sweep& sweep, int64_t index) {
   Config cfg = sweep.apply(ctx.cfg, index);
   const RunPaths rp = run_paths(cfg);
   const std::string dataset = flag_or(ctx, "dataset", rp.dataset());

@@ -64,7 +64,10 @@ TrainOptions read_train_options(const Config& cfg, const std::string& p) {
   o.opt.weight_decay = cfg.get_float(p + ".optimizer.weight_decay");
   o.opt.decoupled = cfg.get_bool(p + ".optimizer.decoupled");
   o.opt.decay_bn_bias = cfg.get_bool(p + ".optimizer.decay_bn_bias");
-  o.opt.lars = cfg.get_bool(p + ".optimizer.lars");
+  // LARS when asked for, or by batch size: at and above optimizer.lars_from_batch (0: never)
+  // layer-wise trust ratios keep very large batches from diverging (You et al. 2017).
+  const int64_t lars_from = cfg.get_int(p + ".optimizer.lars_from_batch");
+  o.opt.lars = cfg.get_bool(p + ".optimizer.lars") || (lars_from > 0 && o.global_batch >= lars_from);
   o.opt.lars_eta = cfg.get_float(p + ".optimizer.lars_eta");
   o.sched.base_lr = cfg.get_float(p + ".optimizer.lr");
   o.sched.ref_batch = cfg.get_int(p + ".schedule.ref_batch");

@@ -3,6 +3,8 @@
 // correct stratified split.
 #include <gtest/gtest.h>
 
+#include <filesystem>
+
 #include <algorithm>
 #include <cmath>
 #include <fstream>
@@ -171,6 +173,55 @@ TEST(DataFormats, IdxPlainAndGzipBytesMatchTheSource) {
     EXPECT_EQ(f.attr_int("/", "num_classes"), 10);
     EXPECT_EQ(f.attr_doubles("/", "mean").size(), 1u);
   }
+}
+
+// data.label_noise on a real source: exactly round(f * N) training labels flipped, each to
+// another class, recorded as noise_truth (kind = label); images, test labels and ids intact;
+// the same flips on 1 and 3 ranks; refused for the synthetic source.
+TEST(DataFormats, LabelNoiseFlipsAKnownSeededSetOfTrainingLabels) {
+  std::string dir = test::scratch_dir("data_label_noise");
+  IdxSet src = make_idx(dir + "/in", 400, 50, 8, 8, false);
+  std::string out;
+  const std::string args = cat("--set data.source=mnist --input ", dir, "/in --set data.seed=7 ",
+                               "--set data.label_noise=0.3 --set data.chunk_samples=16 -o ");
+  ASSERT_EQ(shard(args + dir + "/n1.h5", &out), 0) << out;
+  ASSERT_EQ(shard(args + dir + "/n3.h5", &out, 3), 0) << out;
+  h5::File f = h5::File::open(dir + "/n1.h5");
+  auto labels = f.read_all<int32_t>("/train/labels");
+  auto truth = f.read_all<uint8_t>("/train/noise_truth");
+  auto kind = f.read_all<uint8_t>("/train/noise_kind");
+  ASSERT_EQ(labels.size(), 400u);
+  ASSERT_EQ(truth.size(), 400u);
+  int64_t flipped = 0;
+  std::vector<int> to(10, 0);
+  for (size_t i = 0; i < labels.size(); ++i) {
+    const bool changed = labels[i] != src.labels[0][i];
+    EXPECT_EQ(truth[i], changed ? 1 : 0) << i;  // every flip changes the class
+    EXPECT_EQ(kind[i], changed ? 1 : 0) << i;
+    EXPECT_GE(labels[i], 0);
+    EXPECT_LT(labels[i], 10);
+    flipped += changed;
+    if (changed) ++to[size_t((labels[i] - src.labels[0][i] + 10) % 10)];
+  }
+  EXPECT_EQ(flipped, 120);  // round(0.3 * 400)
+  EXPECT_EQ(to[0], 0);
+  for (int s = 1; s < 10; ++s) EXPECT_GT(to[size_t(s)], 0) << "shift " << s;  // all other classes
+  EXPECT_EQ(f.read_all<uint8_t>("/train/images"), src.images[0]);
+  auto test_labels = f.read_all<int32_t>("/test/labels");
+  for (size_t i = 0; i < test_labels.size(); ++i) EXPECT_EQ(test_labels[i], src.labels[1][i]);
+  h5::File g = h5::File::open(dir + "/n3.h5");
+  EXPECT_EQ(g.read_all<int32_t>("/train/labels"), labels);
+  EXPECT_EQ(g.read_all<uint8_t>("/train/noise_truth"), truth);
+  // Another seed flips other rows; the synthetic source refuses the key.
+  ASSERT_EQ(shard(cat("--set data.source=mnist --input ", dir, "/in --set data.seed=8 ",
+                      "--set data.label_noise=0.3 -o ", dir, "/s8.h5"),
+                  &out),
+            0)
+      << out;
+  EXPECT_NE(h5::File::open(dir + "/s8.h5").read_all<uint8_t>("/train/noise_truth"), truth);
+  EXPECT_EQ(shard(cat("--set data.label_noise=0.1 -o ", dir, "/syn.h5"), &out), 2) << out;
+  EXPECT_NE(out.find("data.synthetic.label_noise"), std::string::npos) << out;
+  EXPECT_FALSE(std::filesystem::exists(dir + "/syn.h5"));
 }
 
 TEST(DataFormats, IdxNonSquareImagesAndClassNamesOverride) {

@@ -121,5 +121,24 @@ TEST(TrainPrograms, TrainScaledSweepAndKeepMaskArms) {
     EXPECT_NEAR(r["lr"].get<double>(), 0.1 * (i < 3 ? 8 : 40) / 8.0, 1e-12);
     EXPECT_TRUE(r.contains("best_test_acc"));
     EXPECT_TRUE(fs::exists(cat(d, "/sweep/run-", i, "/metrics.jsonl")));
+    EXPECT_EQ(r["lars"], false);  // below scaled.optimizer.lars_from_batch (4096)
+  }
+  // A range of the grid in one process; LARS switched on by batch size.
+  ASSERT_EQ(test::run_command(cat(base, " --sweep-index 4-5 --overwrite",
+                                  " --set scaled.optimizer.lars_from_batch=40"),
+                              &out),
+            0)
+      << out;
+  for (int i : {4, 5}) {
+    std::ifstream in(cat(d, "/sweep/run-", i, "/result.json"));
+    Json r = Json::parse(in);
+    EXPECT_EQ(r["sweep_index"], i);
+    EXPECT_EQ(r["arm"], i == 4 ? "filtered" : "random");
+    EXPECT_EQ(r["lars"], true) << i;  // batch 40 >= 40
+  }
+  for (const char* bad : {"5-2", "6", "0-6", "x", "-1"}) {
+    EXPECT_EQ(test::run_command(cat(base, " --sweep-index ", bad, " --overwrite"), &out), 2)
+        << bad << ": " << out;
+    EXPECT_NE(out.find("--sweep-index"), std::string::npos) << out;
   }
 }
