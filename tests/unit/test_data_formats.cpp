@@ -347,3 +347,28 @@ TEST(DataFormats, CsvIntegerLabelsQuotesAndCrlf) {
   EXPECT_EQ(ds.labels(Split::Train), (std::vector<int32_t>{0, 2, 1, 2}));
   EXPECT_EQ(ds.read_features(Split::Train, 0, 4), (std::vector<float>{1.5f, 2, -300, 4, 5, 6, 7, 8}));
 }
+
+// A spreadsheet's UTF-8 byte order mark is not part of the first column's name; a file its
+// own tools would reject (one class) is refused at the source, naming the file.
+TEST(DataFormats, CsvByteOrderMarkAndSingleClassFile) {
+  std::string dir = test::scratch_dir("data_csv_bom");
+  std::ofstream(dir + "/bom.csv") << "\xEF\xBB\xBFlabel,x\n0,1.5\n1,2.5\n0,3\n1,4\n";
+  std::string out;
+  ASSERT_EQ(shard(cat("--set data.source=csv --set data.csv.test_fraction=0 --input ", dir,
+                      "/bom.csv -o ", dir, "/bom.h5"),
+                  &out),
+            0)
+      << out;
+  DatasetFile ds = DatasetFile::open(dir + "/bom.h5");
+  EXPECT_EQ(ds.feature_names(), (std::vector<std::string>{"x"}));
+  EXPECT_EQ(ds.num_classes(), 2);
+  std::ofstream(dir + "/one.csv") << "label,x\ncat,1\ncat,2\ncat,3\n";
+  EXPECT_EQ(shard(cat("--set data.source=csv --set data.csv.test_fraction=0 --input ", dir,
+                      "/one.csv -o ", dir, "/one.h5"),
+                  &out),
+            1)
+      << out;
+  EXPECT_NE(out.find("one.csv"), std::string::npos) << out;
+  EXPECT_NE(out.find("at least 2 classes"), std::string::npos) << out;
+  EXPECT_FALSE(std::filesystem::exists(dir + "/one.h5"));
+}
