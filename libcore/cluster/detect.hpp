@@ -10,7 +10,7 @@
 //              training samples by cosine distance of the penultimate features (the
 //              sample itself excluded) vote; score = fraction whose label differs from
 //              the sample's; flagged when that fraction exceeds the threshold (default
-//              0.5: the majority disagrees).
+//              0.7: at least 8 of 10 neighbours disagree).
 //   confident  confident learning (Northcutt et al. 2021, cleanlab's 'confident_learning'
 //              rule) on class probabilities: per-class thresholds t_j = mean p_j over the
 //              samples labelled j; a sample whose confidently predicted class

@@ -308,7 +308,7 @@ def main():
         print(f"  {t:17s} {n:3d}")
     print(f"  {'total':17s} {sum(counts.values()):3d}")
     if xfails:
-        print(f"\n{len(xfails)} expected failure(s) (defects in code owned elsewhere, not hidden):")
+        print(f"\n{len(xfails)} expected failure(s) (known defects, listed, not hidden):")
         for x in xfails:
             print("  " + x)
     if failures:
