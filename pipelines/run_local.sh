@@ -2,29 +2,38 @@
 # Run the whole Sieve pipeline on this machine, every stage under mpirun.
 #
 #   pipelines/run_local.sh CONFIG.yaml [MORE.yaml ...] [--np N] [--from STAGE] [--only STAGE]
-#                          [--set key=value ...]
+#                          [--force] [--set key=value ...]
 #
 #   CONFIG.yaml   the pipeline config; further files are layered on top (e.g. a sweep grid)
 #   --np N        MPI ranks per stage (default 2)
-#   --from STAGE  start at STAGE (the outputs of earlier stages must exist)
+#   --from STAGE  run STAGE and every later stage (the outputs of earlier stages must exist)
 #   --only STAGE  run just STAGE
+#   --force       run every stage, even those whose outputs are current
 #   --set k=v     config override given to every stage (repeatable)
-# Stages and their order come from pipelines/stages.sh (the same graph the Slurm submitter
-# uses). Each stage's log is written to <run.dir>/logs/<stage>.log; a failing stage stops
-# the run and its log is named.
+#
+# A re-run skips the stages whose outputs are complete and current: the stage finished
+# (<run.dir>/logs/<stage>.done), its config sections and the stage before it are unchanged,
+# and its outputs are the files it wrote. A training stage that was interrupted continues
+# from its checkpoint (--resume) when its config is unchanged; everything after a stage that
+# runs runs too. Stages and their order come from pipelines/stages.sh (the same graph the
+# Slurm submitter uses). Each stage's log is <run.dir>/logs/<stage>.log; a failing stage
+# stops the run and its log is named.
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 . "$here/../scripts/env.sh"
 . "$here/stages.sh"
 
-usage() { sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'; }
-cfg=() np=2 from="" only="" sets=()
+usage() { sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'; }
+need_value() { [ $# -ge 2 ] || { echo "run_local: $1 needs a value (see --help)" >&2; exit 2; }; }
+cfg=() np=2 from="" only="" sets=() force=0
 while [ $# -gt 0 ]; do
   case "$1" in
-    --np) np="$2"; shift 2 ;;
-    --from) from="$2"; shift 2 ;;
-    --only) only="$2"; shift 2 ;;
-    --set) sets+=(--set "$2"); shift 2 ;;
+    --np) need_value "$@"; np="$2"; shift 2
+          [[ "$np" =~ ^[1-9][0-9]*$ ]] || { echo "run_local: --np '$np': expected a positive whole number of ranks" >&2; exit 2; } ;;
+    --from) need_value "$@"; from="$2"; shift 2 ;;
+    --only) need_value "$@"; only="$2"; shift 2 ;;
+    --force) force=1; shift ;;
+    --set) need_value "$@"; sets+=(--set "$2"); shift 2 ;;
     -h|--help) usage; exit 0 ;;
     -*) echo "run_local: unknown option $1 (see --help)" >&2; exit 2 ;;
     *) [ -f "$1" ] || { echo "run_local: config $1: no such file" >&2; exit 2; }
@@ -58,24 +67,96 @@ run_stage_cmd() {  # stage, log, command...
   fi
 }
 
+# --- Which stages are current -------------------------------------------------------
+# A stage's key: its program, the config sections it and the stages before it read, and the
+# previous stage's record (so a stage that re-ran makes every later one re-run).
+resolved="$(shard_dataset "${cfg[@]}" "${sets[@]}" --get .)"
+sections_of() {  # the config sections a stage's outputs depend on (cumulative)
+  case "$1" in
+    shard) echo "run data" ;;
+    pretrain) echo "run data pretrain" ;;
+    features) echo "run data pretrain features" ;;
+    embed) echo "run data pretrain features embed" ;;
+    filter) echo "run data pretrain features embed filter" ;;
+    sweep) echo "run data pretrain features embed filter scaled" ;;
+    report) echo "run data pretrain features embed filter scaled report" ;;
+  esac
+}
+outputs_of() {  # the files a finished stage leaves (as the tools name them in run.dir)
+  case "$1" in
+    shard) echo "$run_dir/dataset.h5" ;;
+    pretrain) echo "$run_dir/pretrain/model.h5" ;;
+    features) echo "$run_dir/features.h5" ;;
+    embed) echo "$run_dir/embedding.h5" ;;
+    filter) echo "$run_dir/filter.h5" ;;
+    sweep) local i; for ((i = 0; i < sweep_n; i++)); do echo "$run_dir/sweep/run-$i/result.json"; done ;;
+    report) echo "$run_dir/report/index.html" ;;
+  esac
+}
+stage_key() {  # stage previous_stage
+  local s out=""
+  for s in $(sections_of "$1"); do
+    # A top-level section of the resolved config: its line and the indented ones after it.
+    out+="$(printf '%s\n' "$resolved" | awk -v s="$s" '/^[^ #]/ { on = ($0 ~ "^" s ":") } on')"$'\n'
+  done
+  out+="[program] ${SIEVE_STAGE_TOOL[$1]} sweep_runs=$sweep_n"$'\n'
+  [ -n "$2" ] && [ -f "$run_dir/logs/$2.done" ] && out+="[after] $(cat "$run_dir/logs/$2.done")"
+  printf '%s' "$out" | sha256sum | cut -d' ' -f1
+}
+outputs_record() {  # stage: "path size mtime" of each output, or fails if one is missing
+  local f
+  while read -r f; do
+    [ -f "$f" ] || return 1
+    stat -c '%n %s %Y' "$f"
+  done < <(outputs_of "$1")
+}
+is_current() {  # stage key
+  local done_file="$run_dir/logs/$1.done" rec
+  [ -f "$done_file" ] || return 1
+  rec="$(outputs_record "$1")" || return 1
+  [ "$(cat "$done_file")" = "key $2"$'\n'"$rec" ]
+}
+
+sweep_n="$(train_scaled "${cfg[@]}" "${sets[@]}" --sweep-size)"
+prev="" rerun_rest=0
 for stage in "${SIEVE_STAGES[@]}"; do
+  this_prev="$prev"
+  prev="$stage"
   if [ -n "$only" ] && [ "$stage" != "$only" ]; then continue; fi
   if [ -n "$from" ] && [ $started -eq 0 ] && [ "$stage" != "$from" ]; then continue; fi
   started=1
   tool="${SIEVE_STAGE_TOOL[$stage]}"
   log="$run_dir/logs/$stage.log"
+  key="$(stage_key "$stage" "$this_prev")"
+  if [ $force -eq 0 ] && [ -z "$only" ] && [ -z "$from" ] && [ $rerun_rest -eq 0 ] && is_current "$stage" "$key"; then
+    echo "run_local: [$stage] current (outputs, config and inputs unchanged): skipped"
+    summary+=("$(printf '%-10s %-18s %8s' "$stage" "$tool" skipped)")
+    continue
+  fi
+  rerun_rest=1
+  # An interrupted training stage with the same key continues from its checkpoints.
+  mode=(--overwrite)
+  if [ "${SIEVE_STAGE_TRAINS[$stage]}" = 1 ] && [ $force -eq 0 ] && [ -f "$run_dir/logs/$stage.started" ] &&
+     [ "$(cat "$run_dir/logs/$stage.started")" = "key $key" ]; then
+    mode=(--resume --overwrite)
+    echo "run_local: [$stage] interrupted earlier with the same config: resuming from its checkpoints"
+  fi
+  rm -f "$run_dir/logs/$stage.done"
+  echo "key $key" > "$run_dir/logs/$stage.started"
   : > "$log"
   t0=$(date +%s)
   if [ "${SIEVE_STAGE_KIND[$stage]}" = array ]; then
-    n="$("$tool" "${cfg[@]}" "${sets[@]}" --sweep-size)"
-    echo "run_local: [$stage] $n sweep runs" | tee -a "$log"
+    echo "run_local: [$stage] $sweep_n sweep runs" | tee -a "$log"
     # One process for the whole grid: no MPI start-up and initialisation per run (about 3 s
     # each on 2 cores, a third of a quickstart run); Slurm runs them as an array instead.
     run_stage_cmd "$stage" "$log" "${mpirun_cmd[@]}" "$tool" "${cfg[@]}" "${sets[@]}" \
-      --sweep-index "0-$((n - 1))" --overwrite
+      --sweep-index "0-$((sweep_n - 1))" "${mode[@]}"
   else
-    run_stage_cmd "$stage" "$log" "${mpirun_cmd[@]}" "$tool" "${cfg[@]}" "${sets[@]}" --overwrite
+    run_stage_cmd "$stage" "$log" "${mpirun_cmd[@]}" "$tool" "${cfg[@]}" "${sets[@]}" "${mode[@]}"
   fi
+  rec="$(outputs_record "$stage")" || { echo "run_local: stage '$stage' exited 0 but left no $(outputs_of "$stage" | head -1)" >&2; exit 1; }
+  printf 'key %s\n%s\n' "$key" "$rec" > "$run_dir/logs/$stage.done"
+  rm -f "$run_dir/logs/$stage.started"
   summary+=("$(printf '%-10s %-18s %6d s' "$stage" "$tool" $(( $(date +%s) - t0 )))")
 done
 

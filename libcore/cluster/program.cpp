@@ -10,6 +10,7 @@
 #include "config/sections.hpp"
 #include "io/atomic_output.hpp"
 #include "io/h5.hpp"
+#include "io/lineage.hpp"
 #include "io/schemas.hpp"
 #include "util/log.hpp"
 
@@ -196,9 +197,29 @@ void cluster_filter_main(ToolContext& ctx) {
 
   Input in = read_input(input, dataset);
   log::infof("read ", in.n, " points of dimension ", in.d, " from ", input, ":", dataset);
+  // Lineage: every file joined here by sample_id comes from the input's dataset.
+  lineage::Lineage from;
+  from.inputs.push_back(lineage::input_of(input));
+  {
+    h5::File inf = h5::File::open(input);
+    from.dataset_fingerprint = lineage::dataset_fingerprint_of(inf);
+  }
+  auto same_dataset = [&](const std::string& other) {
+    h5::File of = h5::File::open(other);
+    const std::string fp = lineage::dataset_fingerprint_of(of);
+    const bool other_is_dataset =
+        of.has_attr("/", "schema") && of.attr_string("/", "schema") == schema::kDataset;
+    if (other_is_dataset)
+      lineage::require_same_dataset(input, from.dataset_fingerprint, other, fp);
+    else
+      lineage::require_same_dataset(other, fp, input, from.dataset_fingerprint);
+    if (from.dataset_fingerprint.empty()) from.dataset_fingerprint = fp;
+    from.inputs.push_back({other, lineage::fingerprint_of(of)});
+  };
 
   std::vector<uint8_t> truth_flags;
   if (!truth.empty()) {
+    if (truth != input) same_dataset(truth);
     h5::File tf = h5::File::open(truth);
     if (tf.exists("/train/noise_truth")) {
       tf.require<uint8_t>("/train/noise_truth", 1);
@@ -211,7 +232,10 @@ void cluster_filter_main(ToolContext& ctx) {
   }
   const bool compare = !truth_flags.empty() && ctx.cfg.get_bool("filter.compare");
   FeatureInputs fin;
-  if (!features.empty() && (!method_clusters || compare)) fin = read_features(features, in);
+  if (!features.empty() && (!method_clusters || compare)) {
+    if (features != input) same_dataset(features);
+    fin = read_features(features, in);
+  }
 
   // The detectors to run: the chosen one, and with ground truth the reference set.
   std::vector<Detection> dets;
@@ -330,6 +354,7 @@ void cluster_filter_main(ToolContext& ctx) {
       f.set_attr("/", "noise_f1", scores[k].f1);
     }
     h5::stamp(f, schema::kFilter, ctx.cfg.to_yaml());
+    lineage::stamp_derived(f, schema::kFilter, ctx.cfg.to_yaml(), from);
     f.close();
     write_text_atomic(config_sidecar_path(output), ctx.cfg.to_yaml());
   }

@@ -34,6 +34,7 @@ template <> inline MPI_Datatype mpi_type<double>() { return MPI_DOUBLE; }
 template <> inline MPI_Datatype mpi_type<int32_t>() { return MPI_INT32_T; }
 template <> inline MPI_Datatype mpi_type<int64_t>() { return MPI_INT64_T; }
 template <> inline MPI_Datatype mpi_type<uint8_t>() { return MPI_UINT8_T; }
+template <> inline MPI_Datatype mpi_type<uint64_t>() { return MPI_UINT64_T; }
 template <> inline MPI_Datatype mpi_type<char>() { return MPI_CHAR; }
 
 class Comm {

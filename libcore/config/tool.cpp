@@ -164,7 +164,7 @@ int run_tool(int argc, char** argv, const ToolSpec& spec, const FlagAdder& add_f
       ("set,s", po::value<std::vector<std::string>>()->composing(),
        "override one config key: --set key.path=value (repeatable)")
       ("overwrite", "replace existing outputs")
-      ("get", po::value<std::string>(), "print the resolved value of one config key and exit");
+      ("get", po::value<std::string>(), "print the resolved value of one config key and exit ('.': the whole resolved config)");
   // clang-format on
   po::options_description own(spec.name + " options");
   if (add_flags) add_flags(own);
@@ -224,6 +224,10 @@ int run_tool(int argc, char** argv, const ToolSpec& spec, const FlagAdder& add_f
     // For scripts: the value as the programs see it (defaults + file + --set).
     std::string key = ctx.flag("get");
     try {
+      if (key == ".") {  // the whole resolved config, as block YAML (for scripts)
+        if (comm.is_root()) std::cout << ctx.cfg.to_yaml() << std::flush;
+        return 0;
+      }
       YAML::Node cur = find_at_key_path(YAML::Load(ctx.cfg.to_yaml()), key);
       if (!cur) throw UsageError(cat("--get ", key, ": unknown key"));
       if (comm.is_root()) {

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <filesystem>
 
+#include "io/lineage.hpp"
 #include "io/schemas.hpp"
 #include "util/error.hpp"
 
@@ -25,6 +26,7 @@ DatasetFile DatasetFile::open(const std::string& path, const Options& opt) {
   else
     throw bad(cat("attribute 'kind' is '", kind, "', expected 'image' or 'tabular'"));
   d.source_ = f.has_attr("/", "source") ? f.attr_string("/", "source") : "";
+  d.fingerprint_ = lineage::fingerprint_of(f);
 
   // A sharded dataset: the shard files must all be there.
   if (f.has_attr("/", "shards")) {
@@ -100,6 +102,17 @@ DatasetFile DatasetFile::open(const std::string& path, const Options& opt) {
                           d.num_classes_ - 1));
       }
     }
+    // sample_id is the join key of every later file: a repeated one would join two rows
+    // to one filter/feature row. Unique over both splits (test ids follow the training ids).
+    std::vector<int64_t> ids;
+    ids.reserve(size_t(d.rows(Split::Train) + d.rows(Split::Test)));
+    for (Split s : kSplits) {
+      auto v = d.sample_ids(s);
+      ids.insert(ids.end(), v.begin(), v.end());
+    }
+    std::sort(ids.begin(), ids.end());
+    auto dup = std::adjacent_find(ids.begin(), ids.end());
+    if (dup != ids.end()) throw bad(cat("sample_id ", *dup, " appears more than once"));
   }
   return d;
 }

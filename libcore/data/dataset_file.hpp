@@ -10,7 +10,7 @@
 // The file is opened by each rank on its own (no MPI-IO): every rank may read any rows,
 // and a sharded dataset's index (virtual datasets over `<stem>.shard-<k>.h5`) reads like a
 // single file. open() checks the schema, kind, shapes, types, attribute sizes, that every
-// label lies in 0..num_classes-1 and, for a sharded dataset, that every shard file exists
+// label lies in 0..num_classes-1, that no sample_id repeats and, for a sharded dataset, that every shard file exists
 // (HDF5 would silently read zeros from a missing one). Errors name the file and object.
 #pragma once
 #include <cstdint>
@@ -34,6 +34,8 @@ class DatasetFile {
   Kind kind() const { return kind_; }
   bool is_image() const { return kind_ == Kind::Image; }
   std::string source() const { return source_; }
+  // The content fingerprint (io/lineage.hpp); "" for a file written without one.
+  const std::string& fingerprint() const { return fingerprint_; }
   int64_t rows(Split s) const { return n_[int(s)]; }
   int64_t height() const { return h_; }    // images (0 for tabular)
   int64_t width() const { return w_; }
@@ -83,7 +85,7 @@ class DatasetFile {
   void gather(const std::string& name, Split s, const std::vector<int64_t>& idx, int64_t elems, T* out) const;
   h5::File file_;
   Kind kind_ = Kind::Image;
-  std::string source_;
+  std::string source_, fingerprint_;
   int64_t n_[2] = {0, 0};
   int64_t h_ = 0, w_ = 0, c_ = 0, f_ = 0;
   int64_t num_classes_ = 0;

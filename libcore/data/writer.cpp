@@ -19,8 +19,10 @@
 #include <thread>
 
 #include "data/fileutil.hpp"
+#include "data/rng.hpp"
 #include "io/atomic_output.hpp"
 #include "io/h5.hpp"
+#include "io/lineage.hpp"
 #include "io/schemas.hpp"
 #include "util/log.hpp"
 
@@ -78,6 +80,7 @@ struct Slot {
 struct Tally {
   int64_t sum[4] = {0, 0, 0, 0}, sumsq[4] = {0, 0, 0, 0};
   int64_t n_label = 0, n_outlier = 0;
+  lineage::Fingerprint fp;  // this batch's rows (io/lineage.hpp)
 };
 
 void set_common_attrs(h5::File& f, const DatasetMeta& m) {
@@ -247,6 +250,14 @@ WriteSummary write_dataset(const Source& src, const WriteOptions& opt, const Com
   check_outputs(opt, comm);
   const DatasetMeta& m = src.meta();
   const int K = opt.shards;
+  // A shard with no training rows is a file of nothing to train on (data.shards=1000 on 304
+  // samples wrote 1,000 of them). Shards without test rows are fine (the test split is
+  // small). The same on every rank: no agreement needed.
+  if (K > m.rows(Split::Train))
+    throw UsageError(cat("data.shards = ", K, ": more shard files than the ",
+                         m.rows(Split::Train), " training samples of ", m.description,
+                         " (every shard holds a slice of them); use at most ",
+                         m.rows(Split::Train)));
   const int P = comm.size(), me = comm.rank();
   const int64_t row_bytes = m.row_bytes();
   // Chunks of whole samples; automatic: ~2 MiB, more than HDF5's default 1 MiB chunk cache,
@@ -287,6 +298,7 @@ WriteSummary write_dataset(const Source& src, const WriteOptions& opt, const Com
 
   int64_t lsum[4] = {0, 0, 0, 0}, lsumsq[4] = {0, 0, 0, 0};
   int64_t lnoise[2] = {0, 0};
+  std::vector<uint64_t> shard_fp(size_t(2 * K), 0);  // per shard file: lo, hi
   int64_t payload = 0;
   const int64_t extra_bytes = 4 + 8 + (m.has_noise ? 2 : 0);
   // Producer threads: opt.threads, else OMP_NUM_THREADS, else this node's cores shared by
@@ -371,6 +383,13 @@ WriteSummary write_dataset(const Source& src, const WriteOptions& opt, const Com
               if (l < 0 || l >= m.num_classes)
                 throw Error(cat(m.description, ": ", split_name(s), " row ", slice.begin + b.row0 + i,
                                 ": label ", l, " out of range 0..", m.num_classes - 1));
+              // The row's content at its position in the split: the same fingerprint for
+              // any number of ranks, threads or shards.
+              const uint64_t pos = uint64_t(slice.begin + b.row0 + i) * 2 + (s == Split::Test);
+              const void* bytes = m.kind == Kind::Image ? static_cast<const void*>(b.images.data() + i * re)
+                                                        : static_cast<const void*>(b.features.data() + i * re);
+              tl.fp.add_row(hash3(lineage::hash_bytes(bytes, size_t(row_bytes), pos),
+                                  uint64_t(uint32_t(l)), uint64_t(b.ids[size_t(i)])));
             }
             if (m.has_noise)
               for (int64_t i = a; i < a + n; ++i) {
@@ -410,6 +429,8 @@ WriteSummary write_dataset(const Source& src, const WriteOptions& opt, const Com
             lnoise[0] += t.n_label;
             lnoise[1] += t.n_outlier;
           }
+          shard_fp[size_t(2 * k)] += t.fp.lo;
+          shard_fp[size_t(2 * k + 1)] += t.fp.hi;
         }
         if (it + 1 < iters) start(slots[(it + 1) % 2], it + 1);
         hsize_t r0 = hsize_t(cur.row0), cnt = hsize_t(cur.count);
@@ -442,6 +463,10 @@ WriteSummary write_dataset(const Source& src, const WriteOptions& opt, const Com
   comm.allreduce_sum(lsum, 4);
   comm.allreduce_sum(lsumsq, 4);
   comm.allreduce_sum(lnoise, 2);
+  comm.allreduce_sum(shard_fp.data(), shard_fp.size());
+  lineage::Fingerprint whole;
+  for (int k = 0; k < K; ++k) whole.add({shard_fp[size_t(2 * k)], shard_fp[size_t(2 * k + 1)]});
+  sum.fingerprint = whole.hex();
   sum.label_noise = lnoise[0];
   sum.outliers = lnoise[1];
   sum.payload_bytes = comm.allreduce_sum(payload);
@@ -460,8 +485,12 @@ WriteSummary write_dataset(const Source& src, const WriteOptions& opt, const Com
 
   // Statistics attributes (rank 0, serial), the index, then sync and rename into place.
   on_root_checked(comm, [&] {
-    for (auto& o : outs) {
-      h5::File f = h5::File::open_rw(o->tmp_path());
+    for (size_t k = 0; k < outs.size(); ++k) {
+      h5::File f = h5::File::open_rw(outs[k]->tmp_path());
+      // A shard file is a dataset of its own slice (its own fingerprint); the index, or the
+      // single file, has the whole dataset's.
+      f.set_attr("/", lineage::kFingerprint,
+                 K > 1 ? lineage::Fingerprint{shard_fp[2 * k], shard_fp[2 * k + 1]}.hex() : sum.fingerprint);
       f.set_attr("/", "mean", sum.mean);
       f.set_attr("/", "std", sum.std);
       if (m.has_noise) {
@@ -478,6 +507,7 @@ WriteSummary write_dataset(const Source& src, const WriteOptions& opt, const Com
       std::vector<std::string> names;
       for (auto& fpath : files) names.push_back(fs::path(fpath).filename().string());
       idx.set_attr("/", "shards", names);
+      idx.set_attr("/", lineage::kFingerprint, sum.fingerprint);
       idx.set_attr("/", "mean", sum.mean);
       idx.set_attr("/", "std", sum.std);
       if (m.has_noise) {

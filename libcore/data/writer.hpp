@@ -36,6 +36,7 @@ struct WriteSummary {
   int64_t rows[2] = {0, 0};
   int64_t label_noise = 0, outliers = 0;  // training rows (synthetic)
   std::vector<double> mean, std;
+  std::string fingerprint;  // the whole dataset's content fingerprint (io/lineage.hpp)
   int64_t payload_bytes = 0;  // bytes of array data written (all ranks)
   int64_t file_bytes = 0;     // size of the files on disk
   double seconds = 0;         // from creating the files to the final rename

@@ -11,6 +11,7 @@
 #include "embed/tsne.hpp"
 #include "io/atomic_output.hpp"
 #include "io/h5.hpp"
+#include "io/lineage.hpp"
 #include "io/schemas.hpp"
 #include "util/log.hpp"
 
@@ -256,6 +257,9 @@ void reduce_dims(const Comm& comm, const Config& cfg, const std::string& input,
     f.set_attr("/", "pca_explained_variance", pca.explained_ratio);
     f.set_attr("/", "input", input);
     h5::stamp(f, schema::kEmbedding, cfg.to_yaml());
+    lineage::stamp_derived(f, schema::kEmbedding, cfg.to_yaml(),
+                           {{lineage::input_of(input)},
+                            lineage::dataset_fingerprint_of(h5::File::open(input))});
     f.close();
     write_text_atomic(config_sidecar_path(output), cfg.to_yaml());
   }

@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "io/h5.hpp"
+#include "io/lineage.hpp"
 #include "io/schemas.hpp"
 #include "util/error.hpp"
 
@@ -81,6 +82,7 @@ void load_dataset(RunData& d) {
   auto f = h5::File::open(ds.path);
   h5::require_schema(f, schema::kDataset);
   ds.present = true;
+  ds.fingerprint = lineage::fingerprint_of(f);
   ds.num_classes = f.attr_int("/", "num_classes");
   if (f.has_attr("/", "class_names")) ds.class_names = f.attr_strings("/", "class_names");
   ds.kind = f.has_attr("/", "kind") ? f.attr_string("/", "kind") : "image";
@@ -111,6 +113,13 @@ void load_dataset(RunData& d) {
   }
 }
 
+// A file the report joins with the dataset by sample_id must come from that dataset.
+void require_lineage(const RunData& d, const h5::File& f) {
+  if (d.dataset.present)
+    lineage::require_same_dataset(f.path(), lineage::dataset_fingerprint_of(f), d.dataset.path,
+                                  d.dataset.fingerprint);
+}
+
 void load_features(RunData& d) {
   FeaturesInfo& fi = d.features;
   fi.path = d.run_dir + "/features.h5";
@@ -120,6 +129,7 @@ void load_features(RunData& d) {
   }
   auto f = h5::File::open(fi.path);
   h5::require_schema(f, schema::kFeatures);
+  require_lineage(d, f);
   auto dims = f.require<float>("/train/features", 2);
   fi.present = true;
   fi.n = int64_t(dims[0]);
@@ -141,6 +151,7 @@ void load_embedding(RunData& d) {
   }
   auto f = h5::File::open(e.path);
   h5::require_schema(f, schema::kEmbedding);
+  require_lineage(d, f);
   auto dims = f.require<float>("/embedding", 2);
   e.n = int64_t(dims[0]);
   e.dims = int64_t(dims[1]);
@@ -180,6 +191,7 @@ void load_filter(RunData& d) {
   }
   auto f = h5::File::open(fi.path);
   h5::require_schema(f, schema::kFilter);
+  require_lineage(d, f);
   auto n = f.require<int32_t>("/cluster", 1)[0];
   f.require<uint8_t>("/keep", 1);
   f.require<int64_t>("/sample_id", 1);
@@ -263,6 +275,9 @@ void load_runs(RunData& d) {
       throw Error(cat(rpath, ": not valid JSON (", e.what(), ")"));
     }
     RunResult r = parse_result(j, rpath);
+    if (d.dataset.present)
+      lineage::require_same_dataset(rpath, r.dataset_fingerprint, d.dataset.path,
+                                    d.dataset.fingerprint);
     r.index = std::stoll(m[1].str());
     std::string mpath = ent.path().string() + "/metrics.jsonl";
     if (fs::exists(mpath)) r.epochs_logged = read_json_lines(mpath).size();
@@ -316,6 +331,11 @@ RunResult parse_result(const Json& j, const std::string& path) {
   if (std::isnan(r.images_per_s_per_rank) && !std::isnan(r.images_per_s))
     r.images_per_s_per_rank = r.images_per_s / double(r.ranks);
   r.weight_decay = num(j, "weight_decay", path, false);
+  if (const Json* fp = field(j, "dataset_fingerprint", path, false)) {
+    SIEVE_CHECK(fp->is_string(), path, ": field 'dataset_fingerprint': expected a string, found ",
+                fp->type_name());
+    r.dataset_fingerprint = fp->get<std::string>();
+  }
   r.lr = num(j, "lr", path, false);
   // A run without a test split reports -1: treat as "no accuracy", not as 0 %.
   if (r.final_test_acc < 0) r.final_test_acc = kNaN;

@@ -31,6 +31,7 @@ struct RunResult {
   // global_batch when the sweep did not vary it. They differ when train_scaled capped the
   // batch at the data size: such runs are a batch of their own, never pooled with others.
   int64_t requested_batch = 0;
+  std::string dataset_fingerprint;  // the dataset the run trained on ("" when not recorded)
   // train_scaled stopped on a non-finite loss/gradient (result.json "diverged": true):
   // final_test_acc is NaN, last_eval_test_acc the last evaluation before it (NaN if none).
   bool diverged = false;
@@ -58,6 +59,7 @@ RunResult parse_result(const Json& j, const std::string& path);
 struct DatasetInfo {
   bool present = false;
   std::string path, kind, source;
+  std::string fingerprint;  // io/lineage.hpp; "" for a file without one
   int64_t n_train = 0, n_test = 0, num_classes = 0;
   std::vector<std::string> class_names;
   std::vector<int64_t> sample_shape;  // [H,W,C] for images, [F] for tabular

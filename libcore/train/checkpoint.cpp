@@ -170,11 +170,12 @@ void prune_checkpoints(const std::string& dir, int64_t keep) {
 }
 
 void save_model(const std::string& path, nn::Model& model, const std::string& config_yaml,
-                bool overwrite, const Comm& comm) {
+                const lineage::Lineage& from, bool overwrite, const Comm& comm) {
   AtomicOutput out(path, overwrite, comm, false, schema::kModel);
   if (comm.is_root()) {
     h5::File f = h5::File::create(out.tmp_path());
     h5::stamp(f, schema::kModel, config_yaml);
+    lineage::stamp_derived(f, schema::kModel, config_yaml, from);
     write_model_attrs(f, model);
     write_state(f, model, "/state", model.params());
     write_buffers(f, model, "/state");

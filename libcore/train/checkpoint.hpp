@@ -14,6 +14,7 @@
 #include <string>
 
 #include "comm/comm.hpp"
+#include "io/lineage.hpp"
 #include "nn/model.hpp"
 #include "train/optimizer.hpp"
 
@@ -44,9 +45,10 @@ std::string latest_checkpoint(const std::string& dir);
 // Remove all but the newest `keep` checkpoints (rank-local).
 void prune_checkpoints(const std::string& dir, int64_t keep);
 
-// Final model file (sieve.model/1): /state + model attrs. Collective; rank 0 writes.
+// Final model file (sieve.model/1): /state + model attrs + lineage (`from`: the dataset it
+// was trained on). Collective; rank 0 writes.
 void save_model(const std::string& path, nn::Model& model, const std::string& config_yaml,
-                bool overwrite, const Comm& comm);
+                const lineage::Lineage& from, bool overwrite, const Comm& comm);
 // Rebuild the model described by a model file and load its weights.
 std::unique_ptr<nn::Model> load_model(const std::string& path);
 

@@ -5,7 +5,9 @@
 
 #include "data/dataset_file.hpp"
 #include "io/h5.hpp"
+#include "io/lineage.hpp"
 #include "io/schemas.hpp"
+#include "util/log.hpp"
 
 namespace sieve::train {
 
@@ -28,6 +30,7 @@ DatasetMeta read_dataset_meta(const std::string& path) {
   m.mean = ds.mean();
   m.std = ds.stddev();
   m.kind = data::kind_name(ds.kind());
+  m.fingerprint = ds.fingerprint();
   SIEVE_CHECK(m.num_classes >= 2, path, ": attr num_classes: expected >= 2, found ",
               m.num_classes);
   return m;
@@ -82,38 +85,70 @@ SplitData read_split(const std::string& path, const std::string& split) {
 }
 
 std::vector<int64_t> read_keep_indices(const std::string& filter_path, const std::string& which,
-                                       const std::vector<int64_t>& ids) {
+                                       const JoinTarget& dataset) {
   h5::File f = h5::File::open(filter_path);
   h5::require_schema(f, schema::kFilter);
+  lineage::require_same_dataset(filter_path, lineage::dataset_fingerprint_of(f), dataset.path,
+                                dataset.fingerprint);
+  const auto& ids = dataset.ids;
   auto kd = f.require<uint8_t>("/" + which, 1);
   auto sd = f.require<int64_t>("/sample_id", 1);
   SIEVE_CHECK(kd[0] == sd[0], filter_path, ": /", which, " has ", kd[0],
               " rows but /sample_id has ", sd[0]);
   auto keep = f.read_all<uint8_t>("/" + which);
   auto sid = f.read_all<int64_t>("/sample_id");
-  std::unordered_map<int64_t, uint8_t> by_id;
-  by_id.reserve(sid.size());
-  for (size_t i = 0; i < sid.size(); ++i) by_id[sid[i]] = keep[i];
+  std::vector<int32_t> flabels;
+  if (f.exists("/labels")) {
+    SIEVE_CHECK(f.require<int32_t>("/labels", 1)[0] == sd[0], filter_path, ": /labels has ",
+                f.require<int32_t>("/labels", 1)[0], " rows but /sample_id has ", sd[0]);
+    flabels = f.read_all<int32_t>("/labels");
+  }
+  std::unordered_map<int64_t, size_t> row_of;
+  row_of.reserve(sid.size());
+  for (size_t i = 0; i < sid.size(); ++i)
+    SIEVE_CHECK(row_of.emplace(sid[i], i).second, filter_path, ": /sample_id ", sid[i],
+                " appears more than once");
   SIEVE_CHECK(sid.size() == ids.size(), filter_path, ": filter has ", sid.size(),
-              " samples but the dataset's train split has ", ids.size(),
+              " samples but the training split of ", dataset.path, " has ", ids.size(),
               " (filter made from another dataset?)");
   std::vector<int64_t> out;
   for (size_t i = 0; i < ids.size(); ++i) {
-    auto it = by_id.find(ids[i]);
-    SIEVE_CHECK(it != by_id.end(), filter_path, ": sample_id ", ids[i],
-                " of the dataset is missing from /sample_id (filter made from another dataset?)");
-    if (it->second) out.push_back(int64_t(i));
+    auto it = row_of.find(ids[i]);
+    SIEVE_CHECK(it != row_of.end(), filter_path, ": sample_id ", ids[i], " of ", dataset.path,
+                " is missing from /sample_id (filter made from another dataset?)");
+    if (!flabels.empty())
+      SIEVE_CHECK(flabels[it->second] == dataset.labels[i], filter_path, ": sample_id ", ids[i],
+                  " has label ", flabels[it->second], " here but ", dataset.labels[i], " in ",
+                  dataset.path, " (filter made from another dataset?)");
+    if (keep[it->second]) out.push_back(int64_t(i));
   }
   SIEVE_CHECK(!out.empty(), filter_path, ": /", which, " keeps no sample");
   return out;
+}
+
+void check_global_batch(int64_t global_batch, int64_t samples, const std::string& key,
+                        const std::string& what) {
+  if (global_batch > samples)
+    throw UsageError(cat(key, " = ", global_batch, ": larger than ", what, " (", samples,
+                         "); every step would take all of them, a smaller batch than asked. "
+                         "Use a global batch of at most ", samples, " or more data"));
+}
+
+void warn_uneven_split(int64_t global_batch, int ranks, const std::string& key) {
+  if (ranks <= 1 || global_batch % ranks == 0) return;
+  const int64_t lo = global_batch / ranks;
+  log::warn(cat(key, " = ", global_batch, " does not split evenly over ", ranks, " ranks: ",
+                global_batch % ranks, " rank(s) take ", lo + 1, " samples per step, the others ",
+                lo, " (gradients are weighted exactly; BatchNorm sees the uneven parts)"));
 }
 
 Sampler::Sampler(std::vector<int64_t> active, int64_t global_batch, uint64_t seed)
     : active_(std::move(active)), global_(global_batch), seed_(seed) {
   SIEVE_CHECK(!active_.empty(), "sampler: no training samples");
   const int64_t n = int64_t(active_.size());
-  batch_ = std::min(global_, n);
-  steps_ = std::max<int64_t>(1, n / global_);
+  check_global_batch(global_, n, "global batch", "the training samples");
+  batch_ = global_;
+  steps_ = n / global_;
 }
 
 void Sampler::ensure_epoch(int64_t epoch) {

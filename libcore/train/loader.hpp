@@ -39,6 +39,7 @@ struct DatasetMeta {
   int num_classes = 0;
   std::vector<double> mean, std;  // per channel (0..1 units) or per feature
   std::string kind;               // image | tabular
+  std::string fingerprint;        // the dataset's content fingerprint (io/lineage.hpp)
 };
 
 DatasetMeta read_dataset_meta(const std::string& path);
@@ -46,23 +47,43 @@ DatasetMeta read_dataset_meta(const std::string& path);
 SplitData read_split(const std::string& path, const std::string& split);
 bool has_split(const std::string& path, const std::string& split);
 
+// The training split a filter is joined with: its file, fingerprint, ids and labels.
+struct JoinTarget {
+  std::string path, fingerprint;
+  const std::vector<int64_t>& ids;
+  const std::vector<int32_t>& labels;
+};
 // Keep-mask from a filter file (`which` = "keep" or "random_keep"), joined on sample_id
-// against `ids`. Returns the indices (into ids) to keep. Error when a dataset sample has no
-// entry in the filter file or the filter lists unknown ids.
+// against the dataset's training split. Returns the indices (into ids) to keep. Errors name
+// the filter file when it was made from another dataset (io/lineage.hpp), when a dataset
+// sample has no entry or the filter lists other ids, repeats an id, or gives a sample
+// another label than the dataset.
 std::vector<int64_t> read_keep_indices(const std::string& filter_path, const std::string& which,
-                                       const std::vector<int64_t>& ids);
+                                       const JoinTarget& dataset);
 
 // Stable 64-bit mix (splitmix64) used for every seeded draw in training.
 uint64_t mix64(uint64_t x);
 
+// Throws a UsageError naming `key` (e.g. "scaled.global_batch") when a global batch of
+// `global_batch` samples does not fit the `samples` that take part (`what` says which, e.g.
+// "the filtered arm's training samples").
+void check_global_batch(int64_t global_batch, int64_t samples, const std::string& key,
+                        const std::string& what);
+
+// One warning line (rank 0) when a global batch does not split evenly over the ranks: the
+// gradients are still weighted exactly (each rank's part by its share of the batch), but
+// the ranks' BatchNorm statistics see slightly different batch sizes.
+void warn_uneven_split(int64_t global_batch, int ranks, const std::string& key);
+
 class Sampler {
  public:
   // `active`: indices into the split that take part (all, or a keep-mask's survivors).
-  // Steps per epoch: floor(active/G) (last partial batch dropped), but at least 1 step of
-  // min(G, active) samples so a global batch larger than the data still trains.
+  // Steps per epoch: floor(active/G) (last partial batch dropped). A global batch larger
+  // than `active` is refused (check_global_batch): it would silently train at a smaller
+  // batch than asked, and runs at different asked batches would look alike.
   Sampler(std::vector<int64_t> active, int64_t global_batch, uint64_t seed);
   int64_t steps_per_epoch() const { return steps_; }
-  int64_t batch_size() const { return batch_; }  // samples per step (= min(G, active))
+  int64_t batch_size() const { return batch_; }  // samples per step (= G)
   int64_t num_active() const { return int64_t(active_.size()); }
   // This rank's contiguous part of global batch `step` of `epoch` (indices into the split).
   std::vector<int64_t> rank_part(int64_t epoch, int64_t step, int rank, int size);

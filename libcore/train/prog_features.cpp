@@ -7,6 +7,7 @@
 #include "config/sections.hpp"
 #include "io/atomic_output.hpp"
 #include "io/h5.hpp"
+#include "io/lineage.hpp"
 #include "io/schemas.hpp"
 #include "train/checkpoint.hpp"
 #include "train/loader.hpp"
@@ -110,9 +111,20 @@ void extract_features_main(ToolContext& ctx) {
                                : cat("[", sp.in_channels, ",", sp.in_height, ",", sp.in_width, "]"),
                 " does not match ", dataset, " /", s, " samples");
   }
+  // Features from a model trained on other data are legitimate (transfer), but rarely what
+  // the pipeline means: say so once.
+  const lineage::Input model_in = lineage::input_of(model_path);
+  {
+    const std::string trained_on = lineage::dataset_fingerprint_of(h5::File::open(model_path));
+    if (!trained_on.empty() && !meta.fingerprint.empty() && trained_on != meta.fingerprint)
+      log::warn(cat(model_path, " was trained on another dataset (", trained_on, ") than ", dataset,
+                    " (", meta.fingerprint, "); extracting anyway"));
+  }
   const int F = model->feature_dim();
   h5::File f = h5::File::create(out.tmp_path(), &ctx.comm);
   h5::stamp(f, schema::kFeatures, ctx.cfg.to_yaml());
+  lineage::stamp_derived(f, schema::kFeatures, ctx.cfg.to_yaml(),
+                         {{model_in, {dataset, meta.fingerprint}}, meta.fingerprint});
   f.set_attr("/", "layer", std::string("penultimate"));
   f.set_attr("/", "model", model_path);
   f.set_attr("/", "model_choice", model_choice);

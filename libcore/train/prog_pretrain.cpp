@@ -2,11 +2,15 @@
 #include <cstdlib>
 #include <filesystem>
 #include <iostream>
+#include <map>
+#include <memory>
 
 #include <regex>
 
 #include "config/sections.hpp"
+#include "data/dataset_file.hpp"
 #include "io/atomic_output.hpp"
+#include "io/lineage.hpp"
 #include "io/metrics.hpp"
 #include "io/schemas.hpp"
 #include "train/holdout.hpp"
@@ -121,17 +125,7 @@ void pretrain_main(ToolContext& ctx) {
   // The early model sits next to the final one whatever --output says (model_early.h5).
   const std::string early = (fs::path(dir) / (fs::path(output).stem().string() + "_early.h5")).string();
   const std::string early_info = early.substr(0, early.size() - 3) + ".json";
-  if (!resume) {
-    // A fresh run replaces the early model of an earlier one (--overwrite), so that a stale
-    // early model can never be picked up by extract_features next to a new final model.
-    check_output_path(early, ctx.overwrite, schema::kModel, {dataset});
-    if (ctx.comm.is_root()) {
-      std::error_code ec;
-      fs::remove(early, ec);
-      fs::remove(early_info, ec);
-    }
-    ctx.comm.barrier();
-  }
+  if (!resume) check_output_path(early, ctx.overwrite, schema::kModel, {dataset});
   const std::string ckpt_dir = dir + "/checkpoints";
   prepare_checkpoint_dir(ctx, ckpt_dir, resume);
 
@@ -147,6 +141,23 @@ void pretrain_main(ToolContext& ctx) {
                   ") to find the early-learning peak"));
   } else {
     split.train = all_indices(data.train.n);
+  }
+  const lineage::Lineage from{{{dataset, data.meta.fingerprint}}, data.meta.fingerprint, ""};
+  const lineage::Lineage from_early{from.inputs, from.dataset_fingerprint, "early"};
+  check_global_batch(opt.global_batch, int64_t(split.train.size()), "pretrain.global_batch",
+                     holdout > 0 ? "the training samples left after pretrain.holdout"
+                                 : cat(dataset, "'s training samples"));
+  warn_uneven_split(opt.global_batch, ctx.comm.size(), "pretrain.global_batch");
+  if (!resume) {
+    // A fresh run replaces the early model of an earlier one (--overwrite), so that a stale
+    // early model can never be picked up by extract_features next to a new final model.
+    // Only now that the inputs are checked: a refused run leaves the old one as it was.
+    if (ctx.comm.is_root()) {
+      std::error_code ec;
+      fs::remove(early, ec);
+      fs::remove(early_info, ec);
+    }
+    ctx.comm.barrier();
   }
   Trainer trainer(ctx.comm, opt, data.train, data.has_test ? &data.test : nullptr, data.meta,
                   split.train, ckpt_dir, dir + "/metrics.jsonl", ctx.cfg.to_yaml());
@@ -169,7 +180,7 @@ void pretrain_main(ToolContext& ctx) {
       if (acc > best) {
         best = acc;
         best_epoch = epoch;
-        save_model(early, trainer.model(), ctx.cfg.to_yaml(), true, ctx.comm);
+        save_model(early, trainer.model(), ctx.cfg.to_yaml(), from_early, true, ctx.comm);
         if (ctx.comm.is_root()) {
           Json j;
           j["epoch"] = epoch;
@@ -189,7 +200,7 @@ void pretrain_main(ToolContext& ctx) {
   } catch (const StopRequested& s) {
     exit_for_requeue(ctx.comm, s.checkpoint);
   }
-  save_model(output, trainer.model(), ctx.cfg.to_yaml(), ctx.overwrite, ctx.comm);
+  save_model(output, trainer.model(), ctx.cfg.to_yaml(), from, ctx.overwrite, ctx.comm);
   log::info(cat("wrote ", output, ": train acc ", r.final_train_acc, ", test acc ",
                 r.final_test_acc, ", ", int64_t(r.images_per_s), " img/s (",
                 int64_t(r.images_per_s_per_rank), " per rank), ", log::format_duration(r.elapsed_s)));
@@ -209,11 +220,12 @@ void add_scaled_flags(po::options_description& d) {
        "other in this process (default: $SLURM_ARRAY_TASK_ID, or 0 for a one-run grid)")
       ("list-sweep", "print the sweep table (index and values) to stdout and exit")
       ("sweep-size", "print the number of sweep runs to stdout and exit")
-      ("resume", "continue the run from its newest complete checkpoint");
+      ("resume", "continue each run from its newest complete checkpoint (fresh start if none); runs that have a result.json are skipped");
 }
 
 std::vector<int64_t> parse_sweep_indices(const std::string& text, int64_t size);
 void run_sweep_point(ToolContext& ctx, const Sweep& sweep, int64_t index);
+void check_sweep_batches(const ToolContext& ctx, const Sweep& sweep);
 
 void train_scaled_main(ToolContext& ctx) {
   Sweep sweep(ctx.cfg);
@@ -234,6 +246,9 @@ void train_scaled_main(ToolContext& ctx) {
     throw UsageError(cat("--sweep-index: required, the scaled.sweep grid has ", sweep.size(),
                          " runs (see --list-sweep)"));
   }
+  // The whole grid, whichever part this process runs: every task of a Slurm array refuses
+  // the same bad grid before any training, instead of one task failing hours in.
+  check_sweep_batches(ctx, sweep);
   for (int64_t index : indices) run_sweep_point(ctx, sweep, index);
 }
 
@@ -264,6 +279,44 @@ std::vector<int64_t> parse_sweep_indices(const std::string& text, int64_t size) 
   return out;
 }
 
+// Every (global batch, arm) of the grid must fit the samples that arm trains on: a batch
+// larger than the arm's data would train at another batch than its row in the report says.
+void check_sweep_batches(const ToolContext& ctx, const Sweep& sweep) {
+  std::map<std::string, int64_t> arm_samples;  // arm -> training samples
+  std::unique_ptr<data::DatasetFile> ds;
+  std::vector<int64_t> ids;
+  std::vector<int32_t> labels;
+  for (int64_t i = 0; i < sweep.size(); ++i) {
+    Config cfg = sweep.apply(ctx.cfg, i);
+    const RunPaths rp = run_paths(cfg);
+    const std::string arm = cfg.get_string("scaled.arm");
+    if (!arm_samples.count(arm)) {
+      const std::string dataset = flag_or(ctx, "dataset", rp.dataset());
+      if (!ds) {
+        ds = std::make_unique<data::DatasetFile>(data::DatasetFile::open(dataset));
+        ids = ds->sample_ids(data::Split::Train);
+        labels = ds->labels(data::Split::Train);
+      }
+      const JoinTarget target{dataset, ds->fingerprint(), ids, labels};
+      arm_samples[arm] =
+          arm == "full" ? int64_t(ids.size())
+                        : int64_t(read_keep_indices(flag_or(ctx, "filter", rp.filter()),
+                                                    arm == "filtered" ? "keep" : "random_keep",
+                                                    target)
+                                      .size());
+    }
+    check_global_batch(cfg.get_int("scaled.global_batch"), arm_samples[arm],
+                       cat("scaled.global_batch (sweep run ", i, ", arm ", arm, ")"),
+                       cat("the ", arm, " arm's training samples"));
+  }
+  int64_t uneven = -1;
+  for (int64_t i = 0; i < sweep.size() && uneven < 0; ++i) {
+    const int64_t b = sweep.apply(ctx.cfg, i).get_int("scaled.global_batch");
+    if (b % ctx.comm.size() != 0) uneven = b;
+  }
+  if (uneven > 0) warn_uneven_split(uneven, ctx.comm.size(), "scaled.global_batch");
+}
+
 // One point of the sweep grid: train it and write run-<index>/result.json.
 void run_sweep_point(ToolContext& ctx, const Sweep& sweep, int64_t index) {
   Config cfg = sweep.apply(ctx.cfg, index);
@@ -273,6 +326,12 @@ void run_sweep_point(ToolContext& ctx, const Sweep& sweep, int64_t index) {
   const std::string run_dir = cat(flag_or(ctx, "sweep-dir", rp.sweep_dir()), "/run-", index);
   const std::string result_path = run_dir + "/result.json";
   const bool resume = ctx.has_flag("resume");
+  // A finished run has nothing to continue: --resume over a range of the sweep (an
+  // interrupted pipeline) trains only the runs without a result.
+  if (resume && fs::exists(result_path)) {
+    log::info(cat("sweep run ", index, ": finished already (", result_path, "), skipped"));
+    return;
+  }
   make_output_dir(ctx, run_dir, 2);
   check_output_path(result_path, ctx.overwrite);
   prepare_checkpoint_dir(ctx, run_dir + "/checkpoints", resume);
@@ -286,7 +345,8 @@ void run_sweep_point(ToolContext& ctx, const Sweep& sweep, int64_t index) {
   std::vector<int64_t> active = all_indices(data.train.n);
   if (arm != "full")
     active = read_keep_indices(filter, arm == "filtered" ? "keep" : "random_keep",
-                               data.train.sample_id);
+                               {dataset, data.meta.fingerprint, data.train.sample_id,
+                                data.train.labels});
   log::info(cat("arm ", arm, ": training on ", active.size(), " of ", data.train.n, " samples"));
   Trainer trainer(ctx.comm, opt, data.train, data.has_test ? &data.test : nullptr, data.meta,
                   active, run_dir + "/checkpoints", run_dir + "/metrics.jsonl", cfg.to_yaml());
@@ -337,6 +397,9 @@ void run_sweep_point(ToolContext& ctx, const Sweep& sweep, int64_t index) {
     j["images_per_s_per_rank"] = r.images_per_s_per_rank;
     j["elapsed_s"] = r.elapsed_s;
     j["num_classes"] = data.meta.num_classes;
+    // Lineage (io/lineage.hpp): the report checks that every run trained on its dataset.
+    j["dataset_fingerprint"] = data.meta.fingerprint;
+    if (arm != "full") j["filter_fingerprint"] = lineage::fingerprint_of(h5::File::open(filter));
     j["diverged"] = diverged;
     if (diverged) {
       // No final accuracy exists; the last evaluation before the divergence (if any) is

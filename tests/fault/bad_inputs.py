@@ -214,6 +214,60 @@ def dataset_edit_cases(tool):
     check(tool, "label out of range", base_args(d), d, (1,), "label")
 
 
+def other_dataset(path, seed=99):
+    """Writes, at `path`, the tiny dataset drawn with another seed (another fingerprint)."""
+    subprocess.run([os.path.join(TOOLS, "shard_dataset"), "--config", CONFIG, "--set", f"data.seed={seed}",
+                    "--output", path, "--overwrite"], check=True, capture_output=True)
+
+
+def lineage_and_adjustment_cases():
+    """Files joined by sample_id must come from one dataset (lineage); a setting that would
+    silently train or write something else than asked is refused."""
+    d = fresh_run("train_scaled")
+    other_dataset(os.path.join(d, "dataset.h5"))
+    check("train_scaled", "filter made from another dataset", base_args(d), d, (1,), "another dataset")
+    d = fresh_run("train_scaled")
+    with h5py.File(os.path.join(d, "filter.h5"), "a") as f:
+        lab = f["/labels"][:]
+        lab[2] = (lab[2] + 1) % 4
+        f["/labels"][:] = lab
+    check("train_scaled", "filter label disagrees with the dataset", base_args(d), d, (1,), "has label")
+    d = fresh_run("train_scaled")
+    with h5py.File(os.path.join(d, "filter.h5"), "a") as f:
+        sid = f["/sample_id"][:]
+        sid[1] = sid[0]
+        f["/sample_id"][:] = sid
+    check("train_scaled", "filter repeats a sample id", base_args(d), d, (1,), "more than once")
+    d = fresh_run("train_scaled")
+    check("train_scaled", "a sweep batch larger than an arm's data",
+          base_args(d, "--set", "scaled.sweep.global_batch=[16,100000]"), d, (2,), "scaled.global_batch")
+    d = fresh_run("pretrain")
+    with h5py.File(os.path.join(d, "dataset.h5"), "a") as f:
+        sid = f["/train/sample_id"][:]
+        sid[5] = sid[4]
+        f["/train/sample_id"][:] = sid
+    check("pretrain", "dataset repeats a sample id", base_args(d), d, (1,), "more than once")
+    d = fresh_run("pretrain")
+    check("pretrain", "global batch larger than the data", base_args(d, "--set", "pretrain.global_batch=4096"),
+          d, (2,), "pretrain.global_batch")
+    d = fresh_run("shard_dataset")
+    check("shard_dataset", "more shards than samples", base_args(d, "--set", "data.shards=1000"), d, (2,),
+          "data.shards", must_not_create=os.path.join(d, "dataset.shard-0.h5"))
+    d = fresh_run("cluster_filter")
+    other_dataset(os.path.join(d, "other.h5"))
+    check("cluster_filter", "truth from another dataset", base_args(d, "--truth", os.path.join(d, "other.h5")),
+          d, (1,), "another dataset")
+    d = fresh_run("report")
+    other_dataset(os.path.join(d, "dataset.h5"))
+    check("report", "features made from another dataset", base_args(d), d, (1,), "features.h5")
+    d = fresh_run("report")
+    p = os.path.join(d, "sweep", "run-0", "result.json")
+    r = json.load(open(p))
+    r["dataset_fingerprint"] = "0" * 32
+    write(p, json.dumps(r).encode())
+    check("report", "result.json from another dataset", base_args(d), d, (1,), "result.json")
+
+
 def main():
     os.makedirs(WORK, exist_ok=True)
     for tool in OUTPUT:
@@ -302,6 +356,8 @@ def main():
     check("report", "result.json with an unknown arm", base_args(d), d, (1,), "arm")
     d = fresh_run("report")
     check("report", "--run-dir does not exist", base_args(d, "--run-dir", os.path.join(d, "nope"), "--output", os.path.join(d, "report")), d, (1,), "nope")
+
+    lineage_and_adjustment_cases()
 
     print("\nbad-input cases per program:")
     for t, n in counts.items():

@@ -12,7 +12,9 @@
 #include "data/dataset_file.hpp"
 #include "data/source.hpp"
 #include "data/synthetic.hpp"
+#include "data/rng.hpp"
 #include "data/writer.hpp"
+#include "io/lineage.hpp"
 #include "support/test_util.hpp"
 
 using namespace sieve;
@@ -29,12 +31,15 @@ Config synthetic_config(const std::vector<std::string>& extra = {}) {
   return Config::load(pipeline_schema(), "", ov);
 }
 
-// Every row of `path`, read by this rank, equals the generator's output computed here.
+// Every row of `path`, read by this rank, equals the generator's output computed here, and
+// the file's content fingerprint is the one of those rows (io/lineage.hpp: a sum of per-row
+// hashes at their positions), whatever the rank count, write batches or shards.
 void expect_matches_generator(const std::string& path, const SyntheticSpec& spec) {
   SyntheticGenerator g(spec);
   DatasetFile ds = DatasetFile::open(path);
   const int64_t rb = g.row_bytes();
   int64_t sum[3] = {0, 0, 0}, sumsq[3] = {0, 0, 0};
+  lineage::Fingerprint fp;
   for (Split s : kSplits) {
     const int64_t n = ds.rows(s);
     ASSERT_EQ(n, g.rows(s));
@@ -50,6 +55,8 @@ void expect_matches_generator(const std::string& path, const SyntheticSpec& spec
       EXPECT_EQ(labels[size_t(i)], smp.label);
       EXPECT_EQ(truth[size_t(i)], smp.noise != kNoiseClean ? 1 : 0);
       EXPECT_EQ(ids[size_t(i)], (s == Split::Train ? 0 : g.rows(Split::Train)) + i);
+      fp.add_row(hash3(lineage::hash_bytes(want.data(), size_t(rb), uint64_t(i) * 2 + (s == Split::Test)),
+                       uint64_t(uint32_t(smp.label)), uint64_t(ids[size_t(i)])));
       if (s == Split::Train)
         for (int64_t p = 0; p < rb; ++p) {
           int c = int(p % 3);
@@ -59,6 +66,7 @@ void expect_matches_generator(const std::string& path, const SyntheticSpec& spec
     }
     EXPECT_EQ(bad, 0) << path << " " << split_name(s) << ": rows differ from the generator";
   }
+  EXPECT_EQ(ds.fingerprint(), fp.hex()) << path;
   double npx = double(g.rows(Split::Train)) * spec.height * spec.width;
   for (int c = 0; c < 3; ++c) {
     double mu = double(sum[c]) / npx;

@@ -39,10 +39,18 @@ TEST(TrainData, GlobalOrderDoesNotDependOnRankCount) {
   }
   Sampler s(active, 16, 42);
   EXPECT_NE(s.rank_part(0, 0, 0, 1), s.rank_part(1, 0, 0, 1));  // reshuffled per epoch
-  Sampler big(active, 4096, 42);  // global batch larger than the data: one step of all
-  EXPECT_EQ(big.steps_per_epoch(), 1);
-  EXPECT_EQ(big.batch_size(), 103);
-  EXPECT_EQ(big.rank_part(0, 0, 1, 2).size(), 51u);
+  Sampler whole(active, 103, 42);  // a batch of all the data: one step
+  EXPECT_EQ(whole.steps_per_epoch(), 1);
+  EXPECT_EQ(whole.rank_part(0, 0, 1, 2).size(), 51u);
+  // A global batch larger than the data is refused, not clamped (it used to train at 103
+  // whatever was asked, so a sweep's 1024 and 4096 were the same run).
+  try {
+    Sampler big(active, 4096, 42);
+    FAIL() << "a global batch larger than the data was accepted";
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("4096"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("103"), std::string::npos) << e.what();
+  }
 }
 
 TEST(TrainData, ReadSplitNormalisesAndAugmentsByShiftAndFlip) {
@@ -117,8 +125,9 @@ TEST(TrainData, KeepMaskJoinsOnSampleId) {
   SplitData d = read_split(dir + "/d.h5", "train");
   int64_t nk = 0, nr = 0;
   test::write_filter(dir + "/f.h5", d.sample_id, &nk, &nr);
-  auto keep = read_keep_indices(dir + "/f.h5", "keep", d.sample_id);
-  auto rkeep = read_keep_indices(dir + "/f.h5", "random_keep", d.sample_id);
+  const JoinTarget ds{dir + "/d.h5", "", d.sample_id, d.labels};
+  auto keep = read_keep_indices(dir + "/f.h5", "keep", ds);
+  auto rkeep = read_keep_indices(dir + "/f.h5", "random_keep", ds);
   EXPECT_EQ(int64_t(keep.size()), nk);
   EXPECT_EQ(int64_t(rkeep.size()), nr);
   for (auto i : keep) EXPECT_NE(i % 4, 0);
@@ -127,7 +136,7 @@ TEST(TrainData, KeepMaskJoinsOnSampleId) {
   std::vector<int64_t> other = d.sample_id;
   other[3] += 1000000;
   try {
-    read_keep_indices(dir + "/f.h5", "keep", other);
+    read_keep_indices(dir + "/f.h5", "keep", {dir + "/d.h5", "", other, d.labels});
     FAIL() << "expected an error";
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("sample_id"), std::string::npos) << e.what();

@@ -101,14 +101,14 @@ TEST(TrainPrograms, TrainScaledSweepAndKeepMaskArms) {
       cat(test::tool_path("train_scaled"), " --set run.dir=", d,
           " --set scaled.model.arch=resnet18 --set scaled.model.width=0.125",
           " --set scaled.epochs=1 --set scaled.schedule.ref_batch=8",
-          " --set scaled.sweep.arm=[full,filtered,random] --set scaled.sweep.global_batch=[8,64]");
+          " --set scaled.sweep.arm=[full,filtered,random] --set scaled.sweep.global_batch=[8,16]");
   std::string out;
   ASSERT_EQ(test::run_command(base + " --sweep-size 2>/dev/null", &out), 0) << out;
   EXPECT_EQ(out, "6\n");
   ASSERT_EQ(test::run_command(base + " --list-sweep 2>/dev/null", &out), 0) << out;
   EXPECT_EQ(out,
             "index\tglobal_batch\tarm\n0\t8\tfull\n1\t8\tfiltered\n2\t8\trandom\n"
-            "3\t64\tfull\n4\t64\tfiltered\n5\t64\trandom\n");
+            "3\t16\tfull\n4\t16\tfiltered\n5\t16\trandom\n");
   EXPECT_EQ(test::run_command(base, &out), 2) << out;  // no index for a 6-run grid
   const int64_t expect[3] = {40, nk, nr};
   for (int i : {1, 2, 3}) {
@@ -117,15 +117,15 @@ TEST(TrainPrograms, TrainScaledSweepAndKeepMaskArms) {
     Json r = Json::parse(in);
     EXPECT_EQ(r["samples_used"], expect[i % 3]) << i;
     EXPECT_EQ(r["arm"], (i % 3 == 0 ? "full" : i % 3 == 1 ? "filtered" : "random"));
-    EXPECT_EQ(r["global_batch"], i < 3 ? 8 : 40);  // 64 > 40 samples: one step of all
-    EXPECT_NEAR(r["lr"].get<double>(), 0.1 * (i < 3 ? 8 : 40) / 8.0, 1e-12);
+    EXPECT_EQ(r["global_batch"], i < 3 ? 8 : 16);
+    EXPECT_NEAR(r["lr"].get<double>(), 0.1 * (i < 3 ? 8 : 16) / 8.0, 1e-12);
     EXPECT_TRUE(r.contains("best_test_acc"));
     EXPECT_TRUE(fs::exists(cat(d, "/sweep/run-", i, "/metrics.jsonl")));
     EXPECT_EQ(r["lars"], false);  // below scaled.optimizer.lars_from_batch (4096)
   }
   // A range of the grid in one process; LARS switched on by batch size.
   ASSERT_EQ(test::run_command(cat(base, " --sweep-index 4-5 --overwrite",
-                                  " --set scaled.optimizer.lars_from_batch=40"),
+                                  " --set scaled.optimizer.lars_from_batch=16"),
                               &out),
             0)
       << out;
@@ -134,8 +134,21 @@ TEST(TrainPrograms, TrainScaledSweepAndKeepMaskArms) {
     Json r = Json::parse(in);
     EXPECT_EQ(r["sweep_index"], i);
     EXPECT_EQ(r["arm"], i == 4 ? "filtered" : "random");
-    EXPECT_EQ(r["lars"], true) << i;  // batch 40 >= 40
+    EXPECT_EQ(r["lars"], true) << i;  // batch 16 >= 16
   }
+  // A batch larger than an arm's samples is refused for the whole grid, before any run
+  // trains (it used to be clamped: 25 trained at 20 in the random arm, 25 in the others).
+  const std::string big = cat(d, "/big");
+  EXPECT_EQ(test::run_command(cat(base, " --set scaled.sweep.global_batch=[8,25] --sweep-index 0",
+                                  " --sweep-dir ", big),
+                              &out),
+            2)
+      << out;
+  EXPECT_NE(out.find("scaled.global_batch"), std::string::npos) << out;
+  EXPECT_NE(out.find("random arm's training samples (" + std::to_string(nr) + ")"),
+            std::string::npos)
+      << out;
+  EXPECT_FALSE(fs::exists(big)) << "a refused sweep created its directory";
   for (const char* bad : {"5-2", "6", "0-6", "x", "-1"}) {
     EXPECT_EQ(test::run_command(cat(base, " --sweep-index ", bad, " --overwrite"), &out), 2)
         << bad << ": " << out;
