@@ -13,6 +13,8 @@ packages=(
   libboost-program-options-dev libyaml-cpp-dev nlohmann-json3-dev
   # math
   libopenblas-dev liblapacke-dev libdnnl-dev libfftw3-dev zlib1g-dev
+  # image-folder ingest: JPEG (libjpeg-turbo) and PNG decoding
+  libjpeg62-turbo-dev libpng-dev
   # Debian's oneDNN is built with its OpenCL runtime: its CMake config wants the headers
   ocl-icd-opencl-dev opencl-c-headers opencl-clhpp-headers
   # tests
@@ -41,10 +43,19 @@ for p in "${packages[@]}"; do
 done
 if [ ${#missing[@]} -eq 0 ]; then
   echo "install_deps: all ${#packages[@]} packages present"
-  exit 0
+else
+  echo "install_deps: installing ${missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  $SUDO apt-get update -qq
+  $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+  echo "install_deps: done"
 fi
-echo "install_deps: installing ${missing[*]}"
-export DEBIAN_FRONTEND=noninteractive
-$SUDO apt-get update -qq
-$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
-echo "install_deps: done"
+
+# Benchmark peers from PyPI, in a virtual environment beside the tree (never on the test
+# path): SIEVE_BENCH_VENV, default .venv-bench/.
+if [ "${1:-}" = "--bench" ]; then
+  venv="${SIEVE_BENCH_VENV:-$(cd "$(dirname "$0")/.." && pwd)/.venv-bench}"
+  [ -x "$venv/bin/python" ] || python3 -m venv "$venv"
+  "$venv/bin/pip" install -q --upgrade pillow numpy
+  echo "install_deps: bench environment $venv ($("$venv/bin/python" -c 'import PIL; print("Pillow", PIL.__version__)'))"
+fi

@@ -4,11 +4,13 @@ namespace sieve {
 
 void add_data_keys(ConfigSchema& s) {
   s.add_string("data.source", "synthetic", "where the data comes from",
-               {"synthetic", "cifar10", "cifar100", "mnist", "csv"});
+               {"synthetic", "cifar10", "cifar100", "mnist", "csv", "folder"});
   s.add_string("data.path", "",
                "input: CIFAR directory (data_batch_*.bin, test_batch.bin, or CIFAR-100 "
                "train.bin/test.bin), MNIST/Fashion-MNIST directory "
-               "(train-images-idx3-ubyte[.gz], ...), or a CSV file");
+               "(train-images-idx3-ubyte[.gz], ...), a CSV file, or an image folder (torchvision's "
+               "ImageFolder layout: one sub-directory of JPEG/PNG files per class, or train/ "
+               "and val/ trees of those)");
   s.add_string_list("data.class_names", {},
                     "class names to record instead of the source's own (e.g. Fashion-MNIST's); "
                     "labels must lie in 0..len-1");
@@ -24,6 +26,25 @@ void add_data_keys(ConfigSchema& s) {
   s.add_string("data.csv.label_column", "label", "CSV: name of the label column");
   s.add_float("data.csv.test_fraction", 0.2,
               "CSV: fraction of rows held out as test set (stratified by class)", 0.0, 0.9);
+  s.add_int("data.folder.size", 224,
+            "folder: side of the square images written (the centre crop after resizing)", 4,
+            4096);
+  s.add_int("data.folder.resize", 0,
+            "folder: the shorter side is resized to this before the centre crop (0: "
+            "data.folder.size; torchvision's Resize(256) + CenterCrop(224) is resize 256, size "
+            "224)",
+            0, 8192);
+  s.add_int("data.folder.channels", 3, "folder: 3 (RGB) or 1 (grayscale, ITU-R 601-2 luma)", 1, 3);
+  s.add_string("data.folder.on_error", "fail",
+               "folder: what an unreadable image (empty, not JPEG/PNG, corrupt) does: fail (one "
+               "error naming the first and the count, nothing written) or skip (left out, "
+               "listed in the dataset's skipped_inputs attribute; every image is decoded once "
+               "more up front to find them)",
+               {"fail", "skip"});
+  s.add_float("data.folder.test_fraction", 0.1,
+              "folder without a val/ (or test/) tree: fraction of each class held out as the "
+              "test split (seeded by data.seed)",
+              0.0, 0.9);
   s.add_int("data.shards", 1,
             "number of shard files (1: one self-contained file; K > 1: K shard files plus an "
             "index file of virtual datasets at the output path)",

@@ -1,5 +1,6 @@
 #include "config/tool.hpp"
 
+#include "io/atomic_output.hpp"
 #include <omp.h>
 
 #include <cstdio>
@@ -13,6 +14,7 @@
 
 #include "config/key_path.hpp"
 #include "config/sections.hpp"
+#include "io/atomic_output.hpp"
 #include "util/log.hpp"
 #include "util/threads.hpp"
 
@@ -265,6 +267,7 @@ int run_tool(int argc, char** argv, const ToolSpec& spec, const FlagAdder& add_f
     message = cat("unexpected failure: ", e.what());
     code = 1;
   }
+  message = name_outputs_in(message);
   if (comm.size() == 1) {
     if (code != 0) {
       log::error(message);

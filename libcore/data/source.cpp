@@ -105,7 +105,21 @@ std::unique_ptr<Source> open_source(const Config& cfg, const std::string& input,
     src = open_cifar(path, kind == "cifar100", names, comm);
   else if (kind == "mnist")
     src = open_idx(path, names, comm);
-  else if (kind == "csv")
+  else if (kind == "folder") {
+    FolderOptions fo;
+    fo.size = int(cfg.get_int("data.folder.size"));
+    fo.resize = int(cfg.get_int("data.folder.resize"));
+    fo.channels = int(cfg.get_int("data.folder.channels"));
+    fo.skip_bad = cfg.get_string("data.folder.on_error") == "skip";
+    fo.test_fraction = cfg.get_float("data.folder.test_fraction");
+    fo.seed = data_seed(cfg);
+    if (fo.channels == 2) throw UsageError("data.folder.channels: 2 is not supported (use 1 or 3)");
+    if (fo.resize == 0) fo.resize = fo.size;
+    if (fo.resize < fo.size)
+      throw UsageError(cat("data.folder.resize = ", fo.resize, ": smaller than data.folder.size = ",
+                           fo.size, " (the centre crop would not fit)"));
+    src = open_folder(path, fo, names, comm);
+  } else if (kind == "csv")
     src = open_csv(path, cfg.get_string("data.csv.label_column"),
                    cfg.get_float("data.csv.test_fraction"), data_seed(cfg), names, comm);
   else

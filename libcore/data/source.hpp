@@ -29,6 +29,7 @@ struct DatasetMeta {
   int64_t num_classes = 0;
   std::vector<std::string> class_names;
   bool has_noise = false;                // writes noise_truth / noise_kind
+  std::vector<std::string> skipped;      // input files left out (attribute skipped_inputs)
 
   int64_t rows(Split s) const { return n[int(s)]; }
   // Elements per row: H*W*C (uint8) or F (float32).
@@ -71,6 +72,15 @@ std::unique_ptr<Source> open_idx(const std::string& dir, const std::vector<std::
 std::unique_ptr<Source> open_csv(const std::string& path, const std::string& label_column,
                                  double test_fraction, uint64_t seed,
                                  const std::vector<std::string>& class_names, const Comm& comm);
+
+struct FolderOptions {
+  int size = 224, resize = 0, channels = 3;
+  bool skip_bad = false;
+  double test_fraction = 0.1;
+  uint64_t seed = 0;
+};
+std::unique_ptr<Source> open_folder(const std::string& root, const FolderOptions& opt,
+                                    const std::vector<std::string>& class_names, const Comm& comm);
 
 // The generator/split seed: data.seed, or (when -1) one derived from run.seed.
 uint64_t data_seed(const Config& cfg);

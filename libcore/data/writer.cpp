@@ -92,6 +92,7 @@ void set_common_attrs(h5::File& f, const DatasetMeta& m) {
   if (m.kind == Kind::Tabular) f.set_attr("/", "feature_names", m.feature_names);
   f.set_attr("/", "num_train", m.rows(Split::Train));
   f.set_attr("/", "num_test", m.rows(Split::Test));
+  if (!m.skipped.empty()) f.set_attr("/", "skipped_inputs", m.skipped);
 }
 
 std::vector<hsize_t> row_dims(const DatasetMeta& m, int64_t n) {

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
+#include <mutex>
 #include <fstream>
 #include <set>
 
@@ -108,6 +109,30 @@ void check_output_path(const std::string& path, bool overwrite, const std::strin
     throw Error(cat(path, ": output directory ", dir.string(), " is not writable"));
 }
 
+namespace {
+// Temporary -> final names, for the life of the process (an error is printed after the
+// AtomicOutput that made it is gone).
+std::mutex g_names_mutex;
+std::vector<std::pair<std::string, std::string>> g_names;
+
+void register_output_name(const std::string& tmp, const std::string& final_path) {
+  std::lock_guard<std::mutex> lock(g_names_mutex);
+  g_names.emplace_back(tmp, final_path);
+}
+}  // namespace
+
+std::string name_outputs_in(std::string message) {
+  std::lock_guard<std::mutex> lock(g_names_mutex);
+  for (const auto& [tmp, final_path] : g_names) {
+    // A file inside an output directory ("report/.tmp/x.png") is named inside the final one.
+    for (size_t at = message.find(tmp); at != std::string::npos; at = message.find(tmp, at + 1)) {
+      const bool inside = at + tmp.size() < message.size() && message[at + tmp.size()] == '/';
+      message.replace(at, tmp.size(), inside ? final_path : final_path + " (while writing it)");
+    }
+  }
+  return message;
+}
+
 AtomicOutput::AtomicOutput(std::string final_path, bool overwrite, const Comm& comm, bool is_dir,
                            std::string kind, std::vector<std::string> inputs)
     : final_(std::move(final_path)), kind_(std::move(kind)), comm_(comm), is_dir_(is_dir) {
@@ -135,6 +160,7 @@ AtomicOutput::AtomicOutput(std::string final_path, bool overwrite, const Comm& c
     tmp = (p.parent_path() / cat(".", p.filename().string(), ".tmp-", getpid())).string();
   comm_.bcast_string(tmp);
   tmp_ = tmp;
+  register_output_name(tmp_, final_);
   if (is_dir_ && comm_.is_root()) fs::create_directories(tmp_);
   comm_.barrier();
 }

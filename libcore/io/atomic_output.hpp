@@ -54,6 +54,12 @@ class AtomicOutput {
   bool is_dir_, committed_ = false;
 };
 
+// An error message with every temporary name of this process's outputs replaced by the
+// output's own name ("out/.model.h5.tmp-123: write failed" -> "out/model.h5 (while writing
+// it): write failed"): the user knows the final name, not the hidden one. The tool runner
+// applies it to every error it prints.
+std::string name_outputs_in(std::string message);
+
 // Check an output path up front so that a stage fails before doing any work. Throws Error
 // naming the path when: it exists without `overwrite`; it exists and is not a Sieve output
 // of `kind` (any Sieve output when `kind` is ""); it is, or (a directory) contains, one of

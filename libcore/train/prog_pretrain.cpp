@@ -335,6 +335,13 @@ void run_sweep_point(ToolContext& ctx, const Sweep& sweep, int64_t index) {
   make_output_dir(ctx, run_dir, 2);
   check_output_path(result_path, ctx.overwrite);
   prepare_checkpoint_dir(ctx, run_dir + "/checkpoints", resume);
+  // A run started over (--overwrite) loses its old checkpoints and metrics now: its old
+  // result.json goes too, so that a failed redo leaves an unfinished run, never an old
+  // result beside the new run's partial metrics.
+  if (!resume && ctx.comm.is_root()) {
+    std::error_code ec;
+    fs::remove(result_path, ec);
+  }
   std::string desc;
   for (auto& [k, v] : sweep.values(index)) desc += cat(" ", k, "=", v);
   log::info(cat("sweep run ", index, "/", sweep.size(), ":", desc.empty() ? " (base config)" : desc));

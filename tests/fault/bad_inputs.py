@@ -253,6 +253,16 @@ def lineage_and_adjustment_cases():
     d = fresh_run("shard_dataset")
     check("shard_dataset", "more shards than samples", base_args(d, "--set", "data.shards=1000"), d, (2,),
           "data.shards", must_not_create=os.path.join(d, "dataset.shard-0.h5"))
+    d = fresh_run("shard_dataset")
+    folder = os.path.join(d, "pictures")
+    for c in ("cat", "dog"):
+        write(os.path.join(folder, c, "a.jpg"), b"not a jpeg at all")
+    check("shard_dataset", "image folder of unreadable files",
+          base_args(d, "--set", "data.source=folder", "--set", f"data.path={folder}"), d, (1,), "unreadable image")
+    d = fresh_run("shard_dataset")
+    check("shard_dataset", "image folder resize below the crop",
+          base_args(d, "--set", "data.source=folder", "--set", f"data.path={d}", "--set", "data.folder.size=64",
+                    "--set", "data.folder.resize=32"), d, (2,), "data.folder.resize")
     d = fresh_run("cluster_filter")
     other_dataset(os.path.join(d, "other.h5"))
     check("cluster_filter", "truth from another dataset", base_args(d, "--truth", os.path.join(d, "other.h5")),
