@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
-# Benchmark of reduce_dims against scikit-learn 1.2 on the same data in the same run.
+# Benchmark of reduce_dims against openTSNE and scikit-learn (from PyPI, in the bench
+# virtual environment: scripts/install_deps.sh --bench) on the same data in the same run.
 #   1. t-SNE: N points x 50 dims (10 Gaussian clusters) to 2-D; sieve's reduce_dims (PCA 50
-#      + FFT t-SNE, 750 iterations) vs sklearn TSNE (Barnes-Hut, 750 iterations, PCA init,
-#      learning_rate='auto', perplexity 30). Time and 10-NN preservation for both, the
-#      preservation computed by the same python code for both embeddings.
+#      + FFT t-SNE, 750 iterations) vs openTSNE (FIt-SNE algorithm, its defaults: 250 + 500
+#      iterations, n_jobs=2) and sklearn TSNE (Barnes-Hut, 750 iterations, PCA init,
+#      learning_rate='auto', perplexity 30). Time and 10-NN preservation for all, the
+#      preservation computed by the same python code for every embedding.
 #   2. PCA: 50,000 x 512 -> 50: bench_embed_pca vs sklearn PCA (full SVD and randomized).
 # sklearn's TSNE runs on all N points (about 6 minutes at 50k on 2 idle cores). For a quick
 # look, SKLEARN_TSNE_N=10000 runs it on the first 10,000 points only and extrapolates its
@@ -15,7 +17,9 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 . "$ROOT/scripts/env.sh"
 N="${1:-50000}"
 SKN="${SKLEARN_TSNE_N:-$N}"
-PY=/usr/bin/python3
+VENV="${SIEVE_BENCH_VENV:-$ROOT/.venv-bench}"
+[ -x "$VENV/bin/python" ] || { echo "bench_embed: no bench environment at $VENV (run scripts/install_deps.sh --bench)" >&2; exit 1; }
+PY="$VENV/bin/python"
 PEER="$ROOT/scripts/bench_embed_sklearn.py"
 WORK="$(mktemp -d /tmp/bench_embed.XXXXXX)"
 trap 'rm -rf "$WORK"' EXIT
@@ -28,6 +32,9 @@ t0=$(date +%s.%N)
 t1=$(date +%s.%N)
 sieve_s=$(echo "$t1 - $t0" | bc)
 sieve_q=$($PY "$PEER" eval --input "$WORK/c.h5" --embedding "$WORK/e.h5" | sed 's/.*knn10=//')
+ot_line=$($PY "$PEER" opentsne --input "$WORK/c.h5")
+ot_s=$(echo "$ot_line" | sed 's/.*seconds=\([0-9.]*\).*/\1/')
+ot_q=$(echo "$ot_line" | sed 's/.*knn10=//')
 sk_line=$($PY "$PEER" tsne --input "$WORK/c.h5" --subset "$SKN" --iterations 750)
 sk_s=$(echo "$sk_line" | sed 's/.*seconds=\([0-9.]*\).*/\1/')
 sk_q=$(echo "$sk_line" | sed 's/.*knn10=//')
@@ -38,9 +45,11 @@ pca_sieve=$("$SIEVE_BUILD_DIR/bench/bench_embed_pca" 50000 512 50 | sed 's/.*sec
 pca_sk=$($PY "$PEER" pca --input "$WORK/p.h5" --components 50)
 
 echo
-echo "t-SNE, $N x 50 (10 clusters) -> 2-D, 750 iterations, OMP_NUM_THREADS=$OMP_NUM_THREADS"
+echo "t-SNE, $N x 50 (10 clusters) -> 2-D, 750 iterations, OMP_NUM_THREADS=$OMP_NUM_THREADS; $(lscpu | sed -n 's/^Model name: *//p'), load $(cut -d' ' -f1 /proc/loadavg)"
 printf "%-34s %10s %14s\n" "method" "seconds" "10-NN kept"
 printf "%-34s %10.1f %14s\n" "sieve reduce_dims (PCA+FFT t-SNE)" "$sieve_s" "$sieve_q"
+printf "%-34s %10.1f %14s\n" "openTSNE (FIt-SNE, n_jobs=2)" "$ot_s" "$ot_q"
+printf "%-34s %10s\n" "speed-up over openTSNE" "$(echo "scale=1; $ot_s / $sieve_s" | bc)x"
 printf "%-34s %10.1f %14s\n" "sklearn TSNE on $SKN points" "$sk_s" "$sk_q"
 if [ "$SKN" = "$N" ]; then
   printf "%-34s %10s\n" "speed-up over sklearn" "$(echo "scale=1; $sk_s / $sieve_s" | bc)x"

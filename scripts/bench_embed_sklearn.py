@@ -69,12 +69,28 @@ def tsne(a):
     from sklearn.manifold import TSNE
     x = load_x(a.input, a.subset)
     t0 = time.time()
-    emb = TSNE(n_components=2, perplexity=a.perplexity, n_iter=a.iterations, init="pca",
-               learning_rate="auto", method="barnes_hut", angle=0.5, n_jobs=2,
-               random_state=a.seed).fit_transform(x)
+    kw = dict(n_components=2, perplexity=a.perplexity, init="pca", learning_rate="auto",
+              method="barnes_hut", angle=0.5, n_jobs=2, random_state=a.seed)
+    try:  # scikit-learn >= 1.5 calls it max_iter (n_iter is gone in 1.7)
+        model = TSNE(max_iter=a.iterations, **kw)
+    except TypeError:
+        model = TSNE(n_iter=a.iterations, **kw)
+    emb = model.fit_transform(x)
     secs = time.time() - t0
     pres = preservation(input_knn(a.input, x), emb)
     print(f"sklearn_tsne n={len(x)} seconds={secs:.2f} knn10={pres:.4f}", flush=True)
+
+
+def opentsne(a):
+    """openTSNE (FIt-SNE algorithm) with its defaults: the peer a user would pick today."""
+    from openTSNE import TSNE as OpenTSNE
+    x = load_x(a.input, a.subset)
+    t0 = time.time()
+    emb = np.asarray(OpenTSNE(n_components=2, perplexity=a.perplexity, n_jobs=2,
+                              random_state=a.seed).fit(x))
+    secs = time.time() - t0
+    pres = preservation(input_knn(a.input, x), emb)
+    print(f"opentsne n={len(x)} seconds={secs:.2f} knn10={pres:.4f}", flush=True)
 
 
 def pca(a):
@@ -112,6 +128,11 @@ def main():
     t.add_argument("--iterations", type=int, default=750)
     t.add_argument("--perplexity", type=float, default=30.0)
     t.add_argument("--seed", type=int, default=1)
+    o = sub.add_parser("opentsne")
+    o.add_argument("--input", required=True)
+    o.add_argument("--subset", type=int, default=None)
+    o.add_argument("--perplexity", type=float, default=30.0)
+    o.add_argument("--seed", type=int, default=1)
     c = sub.add_parser("pca")
     c.add_argument("--input", required=True)
     c.add_argument("--components", type=int, default=50)
@@ -119,7 +140,7 @@ def main():
     e.add_argument("--input", required=True)
     e.add_argument("--embedding", required=True)
     a = p.parse_args()
-    {"gen": gen, "tsne": tsne, "pca": pca, "eval": evaluate}[a.cmd](a)
+    {"gen": gen, "tsne": tsne, "opentsne": opentsne, "pca": pca, "eval": evaluate}[a.cmd](a)
 
 
 if __name__ == "__main__":

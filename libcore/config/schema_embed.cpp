@@ -18,9 +18,16 @@ void add_embed_keys(ConfigSchema& s) {
               100.0);
   s.add_int("embed.tsne.exaggeration_iterations", 250,
             "iterations with early exaggeration (momentum switches here too)", 0, 100000);
-  s.add_float("embed.tsne.learning_rate", 0.0, "step size; 0 = max(200, N/early_exaggeration)/4", 0.0);
-  s.add_float("embed.tsne.momentum", 0.5, "momentum during early exaggeration", 0.0, 1.0);
+  s.add_float("embed.tsne.learning_rate", 0.0,
+              "step size; 0 = per phase, max(200, N/exaggeration)/4: N/48 while exaggerating, "
+              "N/4 afterwards (openTSNE's 'auto' in this gradient's units)",
+              0.0);
+  s.add_float("embed.tsne.momentum", 0.8, "momentum during early exaggeration", 0.0, 1.0);
   s.add_float("embed.tsne.final_momentum", 0.8, "momentum afterwards", 0.0, 1.0);
+  s.add_float("embed.tsne.max_step_norm", 5.0,
+              "each point's step is clipped to this length (0: no clipping); keeps the large "
+              "final learning rate from throwing points off",
+              0.0);
   s.add_string("embed.tsne.repulsion", "auto",
                "repulsive forces: fft (FIt-SNE interpolation), barnes_hut, exact (O(N^2)); "
                "auto = fft for 2-D and N >= 2000, else barnes_hut",

@@ -75,6 +75,7 @@ void reduce_dims(const Comm& comm, const Config& cfg, const std::string& input,
   opt.learning_rate = cfg.get_float("embed.tsne.learning_rate");
   opt.momentum = cfg.get_float("embed.tsne.momentum");
   opt.final_momentum = cfg.get_float("embed.tsne.final_momentum");
+  opt.max_step_norm = cfg.get_float("embed.tsne.max_step_norm");
   opt.theta = cfg.get_float("embed.tsne.theta");
   opt.pca_init = cfg.get_string("embed.tsne.init") == "pca";
   opt.seed = uint64_t(cfg.get_int("run.seed")) * 0x9E3779B97F4A7C15ull + 0xE3BEDull;

@@ -30,8 +30,13 @@ struct TsneOptions {
   int iterations = 750;
   double exaggeration = 12.0;
   int exaggeration_iterations = 250;
-  double learning_rate = 0.0;  // 0: max(200, N/exaggeration)/4
-  double momentum = 0.5, final_momentum = 0.8;
+  // 0: per phase, max(200, N / that phase's exaggeration) / 4 (openTSNE's "auto" in our
+  // gradient's units): N/48 while exaggerating, N/4 afterwards.
+  double learning_rate = 0.0;
+  double momentum = 0.8, final_momentum = 0.8;
+  // Each point's step is clipped to this length (openTSNE's max_step_norm): the large
+  // learning rate cannot throw points off (and the FFT grid with them). 0: no clipping.
+  double max_step_norm = 5.0;
   RepulsionMethod repulsion = RepulsionMethod::Fft;
   double theta = 0.5;
   bool pca_init = true;  // false: Gaussian init from `seed`
@@ -56,7 +61,7 @@ struct TsneResult {
 // Collective. X [N,D] row-major, identical on every rank. Needs N-1 >= 3 x perplexity.
 TsneResult tsne(const Comm& comm, const float* X, int64_t N, int64_t D, const TsneOptions& opt);
 
-// The learning rate the schedule uses for N points.
-double tsne_learning_rate(const TsneOptions& opt, int64_t N);
+// The learning rate the schedule uses for N points in a phase with `exaggeration`.
+double tsne_learning_rate(const TsneOptions& opt, int64_t N, double exaggeration);
 
 }  // namespace sieve::embed
