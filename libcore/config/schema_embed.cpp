@@ -22,7 +22,7 @@ void add_embed_keys(ConfigSchema& s) {
               "step size; 0 = per phase, max(200, N/exaggeration)/4: N/48 while exaggerating, "
               "N/4 afterwards (openTSNE's 'auto' in this gradient's units)",
               0.0);
-  s.add_float("embed.tsne.momentum", 0.8, "momentum during early exaggeration", 0.0, 1.0);
+  s.add_float("embed.tsne.momentum", 0.5, "momentum during early exaggeration", 0.0, 1.0);
   s.add_float("embed.tsne.final_momentum", 0.8, "momentum afterwards", 0.0, 1.0);
   s.add_float("embed.tsne.max_step_norm", 5.0,
               "each point's step is clipped to this length (0: no clipping); keeps the large "

@@ -33,7 +33,7 @@ struct TsneOptions {
   // 0: per phase, max(200, N / that phase's exaggeration) / 4 (openTSNE's "auto" in our
   // gradient's units): N/48 while exaggerating, N/4 afterwards.
   double learning_rate = 0.0;
-  double momentum = 0.8, final_momentum = 0.8;
+  double momentum = 0.5, final_momentum = 0.8;
   // Each point's step is clipped to this length (openTSNE's max_step_norm): the large
   // learning rate cannot throw points off (and the FFT grid with them). 0: no clipping.
   double max_step_norm = 5.0;
