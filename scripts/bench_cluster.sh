@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
-# DBSCAN: Sieve's exact grid DBSCAN vs scikit-learn on the same 2-D blobs, same run.
+# DBSCAN: Sieve's exact grid DBSCAN vs scikit-learn and the `dbscan` package (Wang, Gu &
+# Shun, SIGMOD 2020; parallel exact, from the bench virtual environment when there is one:
+# scripts/install_deps.sh --bench) on the same 2-D blobs, same run.
 #
 #   scripts/bench_cluster.sh [BUILD_DIR] [SIZES...]
 #   env: THREADS (default 2), SKLEARN_MEM_GB (address-space limit for sklearn, default 8),
@@ -24,6 +26,11 @@ timeout_s="${SKLEARN_TIMEOUT_S:-600}"
 max_n="${SKLEARN_MAX_N:-10000000}"
 bin="$build/bench/bench_cluster_dbscan"
 [ -x "$bin" ] || { echo "missing $bin (make bench_cluster_dbscan)" >&2; exit 1; }
+venv="${SIEVE_BENCH_VENV:-$here/../.venv-bench}"
+py=/usr/bin/python3
+[ -x "$venv/bin/python" ] && py="$venv/bin/python"
+has_dbscan=0
+"$py" -c "import dbscan" 2>/dev/null && has_dbscan=1
 tmp="$(mktemp -d)"
 trap 'rm -rf "$tmp"' EXIT
 
@@ -40,7 +47,7 @@ for n in "${sizes[@]}"; do
   if [ "$n" -le "$max_n" ]; then
     set +e
     out="$(OMP_NUM_THREADS="$threads" timeout "$timeout_s" prlimit --as=$((mem_gb << 30)) \
-      /usr/bin/python3 "$here/bench_cluster_sklearn.py" "$tmp/points.bin" "$eps" "$ms" "$threads" 2>&1)"
+      "$py" "$here/bench_cluster_sklearn.py" "$tmp/points.bin" "$eps" "$ms" "$threads" 2>&1)"
     rc=$?
     set -e
     if [ $rc -eq 124 ]; then
@@ -59,5 +66,22 @@ for n in "${sizes[@]}"; do
   fi
   printf "%-9s %-8.4g %-4s %-9s %-9s %-8s %-8s %-30s %-10s %-8s %-8s\n" "$n" "$eps" "$thr" "$wall" \
     "$cpu" "$clusters" "$noise" "$sk" "$skcpu" "$speed" "$speedc"
+  if [ $has_dbscan -eq 1 ]; then
+    set +e
+    out="$(OMP_NUM_THREADS="$threads" PARLAY_NUM_THREADS="$threads" timeout "$timeout_s" \
+      "$py" "$here/bench_cluster_sklearn.py" "$tmp/points.bin" "$eps" "$ms" "$threads" dbscan 2>&1)"
+    rc=$?
+    set -e
+    if [ $rc -ne 0 ]; then
+      echo "  dbscan package: failed or timed out (exit $rc)"
+    else
+      read -r dwall dcpu dclusters dnoise <<<"$(echo "$out" | tail -1)"
+      same="same clusters and noise"
+      { [ "$dclusters" = "$clusters" ] && [ "$dnoise" = "$noise" ]; } || same="MISMATCH: $dclusters clusters, $dnoise noise"
+      printf "  dbscan package: %s s wall, %s s CPU; sieve %s wall, %s CPU (%s)\n" "$dwall" "$dcpu" \
+        "$(awk -v a="$dwall" -v b="$wall" 'BEGIN { printf "%.1fx", a / b }')" \
+        "$(awk -v a="$dcpu" -v b="$cpu" 'BEGIN { printf "%.1fx", a / b }')" "$same"
+    fi
+  fi
 done
 echo "machine: $(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg) at the end"

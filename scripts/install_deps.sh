@@ -56,6 +56,6 @@ fi
 if [ "${1:-}" = "--bench" ]; then
   venv="${SIEVE_BENCH_VENV:-$(cd "$(dirname "$0")/.." && pwd)/.venv-bench}"
   [ -x "$venv/bin/python" ] || python3 -m venv "$venv"
-  "$venv/bin/pip" install -q --upgrade pillow numpy h5py scikit-learn openTSNE
+  "$venv/bin/pip" install -q --upgrade pillow numpy h5py scikit-learn openTSNE dbscan
   echo "install_deps: bench environment $venv: $("$venv/bin/python" -c 'import PIL, sklearn, openTSNE; print("Pillow", PIL.__version__, "scikit-learn", sklearn.__version__, "openTSNE", openTSNE.__version__)')"
 fi
