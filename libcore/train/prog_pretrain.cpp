@@ -338,9 +338,14 @@ void run_sweep_point(ToolContext& ctx, const Sweep& sweep, int64_t index) {
   // A run started over (--overwrite) loses its old checkpoints and metrics now: its old
   // result.json goes too, so that a failed redo leaves an unfinished run, never an old
   // result beside the new run's partial metrics.
-  if (!resume && ctx.comm.is_root()) {
-    std::error_code ec;
-    fs::remove(result_path, ec);
+  // The barrier first: every rank has finished checking result.json above (a broadcast may
+  // return on rank 0 before the others receive it), so none reads it while it goes.
+  if (!resume) {
+    ctx.comm.barrier();
+    if (ctx.comm.is_root()) {
+      std::error_code ec;
+      fs::remove(result_path, ec);
+    }
   }
   std::string desc;
   for (auto& [k, v] : sweep.values(index)) desc += cat(" ", k, "=", v);
