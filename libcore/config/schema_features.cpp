@@ -6,6 +6,11 @@ namespace sieve {
 void add_features_keys(ConfigSchema& s) {
   s.add_int("features.batch", 256, "samples per forward pass (per rank)", 1);
   s.add_bool("features.test", true, "also extract the test split");
+  s.add_int("features.block_samples", 0,
+            "samples each rank reads, embeds and writes at a time (0: about 64 MiB of input "
+            "samples, a multiple of features.batch): a rank's memory stays one block plus the "
+            "model, whatever the dataset's size",
+            0);
   s.add_string("features.model", "auto",
                "which pretrained model to embed with: early (pretrain/model_early.h5, the "
                "held-out accuracy peak), final (pretrain/model.h5), or auto (early when pretrain "

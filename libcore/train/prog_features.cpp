@@ -5,6 +5,7 @@
 #include <filesystem>
 
 #include "config/sections.hpp"
+#include "data/dataset_file.hpp"
 #include "io/atomic_output.hpp"
 #include "io/h5.hpp"
 #include "io/lineage.hpp"
@@ -28,33 +29,45 @@ void add_features_flags(po::options_description& d) {
 
 namespace {
 
-struct SplitFeatures {
-  Range rows;
-  std::vector<float> feats;  // [rows, F]
-  std::vector<float> probs;  // [rows, classes]: softmax of the logits
-};
+// Rows [begin, end) of a split, read from the dataset file: the block a rank works on.
+SplitData read_block(const data::DatasetFile& ds, data::Split s, int64_t begin, int64_t end) {
+  SplitData d;
+  d.image = ds.is_image();
+  d.n = end - begin;
+  if (d.image) {
+    d.h = int(ds.height());
+    d.w = int(ds.width());
+    d.c = int(ds.channels());
+    d.images.resize(size_t(d.n) * size_t(ds.row_elems()));
+    if (d.n > 0) ds.read_images(s, begin, end, d.images.data());
+  } else {
+    d.f = int(ds.features());
+    d.features.resize(size_t(d.n) * size_t(ds.row_elems()));
+    if (d.n > 0) ds.read_features(s, begin, end, d.features.data());
+  }
+  d.labels = ds.read_labels(s, begin, end);
+  d.sample_id = ds.read_sample_ids(s, begin, end);
+  return d;
+}
 
-// Forward this rank's slice of `d` in eval mode; features() after each batch.
-SplitFeatures run_split(nn::Model& m, const SplitData& d, const DatasetMeta& meta,
-                        int64_t batch, const Comm& comm, const std::string& name) {
-  SplitFeatures out;
-  out.rows = block_range(d.n, comm.rank(), comm.size());
+// Forward `d` in eval mode in batches; features and softmax probabilities per row.
+void forward_block(nn::Model& m, const SplitData& d, const DatasetMeta& meta, int64_t batch,
+                   std::vector<float>* feats, std::vector<float>* probs) {
   const int F = m.feature_dim();
   const int K = m.num_classes();
-  out.feats.resize(size_t(out.rows.size()) * F);
-  out.probs.resize(size_t(out.rows.size()) * K);
-  log::Progress prog("features " + name, out.rows.size() * comm.size(), "images");
+  feats->resize(size_t(d.n) * F);
+  probs->resize(size_t(d.n) * K);
   Batch b;
   std::vector<int64_t> idx;
-  for (int64_t i = out.rows.begin; i < out.rows.end; i += batch) {
-    const int n = int(std::min<int64_t>(batch, out.rows.end - i));
+  for (int64_t i = 0; i < d.n; i += batch) {
+    const int n = int(std::min<int64_t>(batch, d.n - i));
     idx.resize(size_t(n));
     for (int j = 0; j < n; ++j) idx[size_t(j)] = i + j;
     make_batch(d, meta, idx.data(), n, false, 0, 0, &b);
     const float* logits = m.forward(b.x.data(), n, false);
     const float* f = m.features();
-    std::copy(f, f + size_t(n) * F, out.feats.data() + size_t(i - out.rows.begin) * F);
-    float* p = out.probs.data() + size_t(i - out.rows.begin) * K;
+    std::copy(f, f + size_t(n) * F, feats->data() + size_t(i) * F);
+    float* p = probs->data() + size_t(i) * K;
     for (int r = 0; r < n; ++r) {  // softmax in double: probabilities of 1e-30 stay > 0
       const float* z = logits + size_t(r) * K;
       const float mx = *std::max_element(z, z + K);
@@ -62,10 +75,7 @@ SplitFeatures run_split(nn::Model& m, const SplitData& d, const DatasetMeta& met
       for (int k = 0; k < K; ++k) sum += std::exp(double(z[k] - mx));
       for (int k = 0; k < K; ++k) p[size_t(r) * K + k] = float(std::exp(double(z[k] - mx)) / sum);
     }
-    prog.update((i + n - out.rows.begin) * comm.size());
   }
-  prog.finish();
-  return out;
 }
 
 }  // namespace
@@ -95,21 +105,21 @@ void extract_features_main(ToolContext& ctx) {
 
   auto model = load_model(model_path);
   const DatasetMeta meta = read_dataset_meta(dataset);
-  std::vector<std::string> splits = {"train"};
-  if (ctx.cfg.get_bool("features.test") && has_split(dataset, "test")) splits.push_back("test");
-
-  std::vector<SplitData> data;
-  for (auto& s : splits) {
-    data.push_back(read_split(dataset, s));
-    const SplitData& d = data.back();
+  // Streamed: each rank reads only its own rows, a block at a time (features.block_samples), so
+  // a rank's memory does not grow with the dataset.
+  const data::DatasetFile ds = data::DatasetFile::open(dataset);
+  std::vector<data::Split> splits = {data::Split::Train};
+  if (ctx.cfg.get_bool("features.test") && ds.rows(data::Split::Test) > 0)
+    splits.push_back(data::Split::Test);
+  {
     const auto& sp = model->spec();
-    const bool ok = d.image ? (sp.in_features == 0 && sp.in_channels == d.c &&
-                               sp.in_height == d.h && sp.in_width == d.w)
-                            : sp.in_features == d.f;
+    const bool ok = ds.is_image() ? (sp.in_features == 0 && sp.in_channels == ds.channels() &&
+                                     sp.in_height == ds.height() && sp.in_width == ds.width())
+                                  : sp.in_features == ds.features();
     SIEVE_CHECK(ok, model_path, ": model input ",
                 sp.in_features ? cat("[", sp.in_features, "]")
                                : cat("[", sp.in_channels, ",", sp.in_height, ",", sp.in_width, "]"),
-                " does not match ", dataset, " /", s, " samples");
+                " does not match the samples of ", dataset);
   }
   // Features from a model trained on other data are legitimate (transfer), but rarely what
   // the pipeline means: say so once.
@@ -131,25 +141,45 @@ void extract_features_main(ToolContext& ctx) {
   f.set_attr("/", "arch", model->spec().arch);
   f.set_attr("/", "feature_dim", int64_t(F));
   f.set_attr("/", "num_classes", int64_t(meta.num_classes));
-  for (size_t k = 0; k < splits.size(); ++k) {
-    const SplitData& d = data[k];
-    const std::string g = "/" + splits[k];
-    SplitFeatures sf = run_split(*model, d, meta, batch, ctx.comm, splits[k]);
-    const hsize_t n = hsize_t(d.n), r0 = hsize_t(sf.rows.begin), cnt = hsize_t(sf.rows.size());
-    f.create_dataset<float>(g + "/features", {n, hsize_t(F)}, 4096);
-    f.create_dataset<float>(g + "/probs", {n, hsize_t(model->num_classes())}, 4096);
-    f.write_rows<float>(g + "/probs", r0, cnt, sf.probs.data());
-    f.create_dataset<int32_t>(g + "/labels", {n});
-    f.create_dataset<int64_t>(g + "/sample_id", {n});
-    f.write_rows<float>(g + "/features", r0, cnt, sf.feats.data());
-    f.write_rows<int32_t>(g + "/labels", r0, cnt, d.labels.data() + r0);
-    f.write_rows<int64_t>(g + "/sample_id", r0, cnt, d.sample_id.data() + r0);
+  const int K = model->num_classes();
+  const int64_t row_bytes = ds.is_image() ? ds.row_elems() : 4 * ds.row_elems();
+  const int64_t block_cfg = ctx.cfg.get_int("features.block_samples");
+  const int64_t block =
+      block_cfg > 0 ? block_cfg
+                    : std::max<int64_t>(batch, (int64_t(64) << 20) / std::max<int64_t>(1, row_bytes) / batch * batch);
+  for (data::Split s : splits) {
+    const std::string g = "/" + std::string(data::split_name(s));
+    const int64_t n = ds.rows(s);
+    f.create_dataset<float>(g + "/features", {hsize_t(n), hsize_t(F)}, 4096);
+    f.create_dataset<float>(g + "/probs", {hsize_t(n), hsize_t(K)}, 4096);
+    f.create_dataset<int32_t>(g + "/labels", {hsize_t(n)});
+    f.create_dataset<int64_t>(g + "/sample_id", {hsize_t(n)});
+    const Range mine = block_range(n, ctx.comm.rank(), ctx.comm.size());
+    // Every write is collective: the same number of blocks on every rank (the last ones
+    // may be empty on a rank with fewer rows).
+    const int64_t blocks = ctx.comm.allreduce_max((mine.size() + block - 1) / block);
+    log::Progress prog(cat("features ", data::split_name(s)), n, "images");
+    std::vector<float> feats, probs;
+    for (int64_t k = 0; k < blocks; ++k) {
+      const int64_t a = std::min(mine.end, mine.begin + k * block);
+      const int64_t b = std::min(mine.end, a + block);
+      const SplitData d = read_block(ds, s, a, b);
+      forward_block(*model, d, meta, batch, &feats, &probs);
+      const hsize_t r0 = hsize_t(a), cnt = hsize_t(b - a);
+      f.write_rows<float>(g + "/features", r0, cnt, feats.data());
+      f.write_rows<float>(g + "/probs", r0, cnt, probs.data());
+      f.write_rows<int32_t>(g + "/labels", r0, cnt, d.labels.data());
+      f.write_rows<int64_t>(g + "/sample_id", r0, cnt, d.sample_id.data());
+      prog.update(std::min(n, (b - mine.begin) * ctx.comm.size()));
+    }
+    prog.finish();
   }
   f.close();
   out.commit();
   if (ctx.comm.is_root()) write_text_atomic(config_sidecar_path(output), ctx.cfg.to_yaml());
-  log::info(cat("wrote ", output, ": ", F, "-dim features of ", data[0].n, " train",
-                splits.size() > 1 ? cat(" + ", data[1].n, " test") : std::string(), " samples"));
+  log::info(cat("wrote ", output, ": ", F, "-dim features of ", ds.rows(data::Split::Train), " train",
+                splits.size() > 1 ? cat(" + ", ds.rows(data::Split::Test), " test") : std::string(),
+                " samples"));
 }
 
 }  // namespace sieve::train

@@ -73,6 +73,26 @@ TEST(TrainPrograms, SmallResnetLearnsSyntheticImagesAndFeaturesAreExtracted) {
     for (int c = 0; c < 4; ++c) sum += probs[i * 4 + c];
     EXPECT_NEAR(sum, 1.0, 1e-5) << i;
   }
+  // Streamed in blocks (7 samples: uneven, several per rank, the last block short) on 1, 2
+  // and 3 ranks: the same file contents as one block on one rank.
+  const auto feats = f.read_all<float>("/train/features");
+  const auto test_feats = f.read_all<float>("/test/features");
+  for (int np : {1, 2, 3}) {
+    const std::string o = cat(d, "/features-blocks-", np, ".h5");
+    rc = test::run_command(cat(test::mpirun_prefix(np), test::tool_path("extract_features"),
+                               " --set run.dir=", d, " --set features.block_samples=7",
+                               " --set features.batch=3 --output ", o),
+                           &out);
+    ASSERT_EQ(rc, 0) << out;
+    h5::File g = h5::File::open(o);
+    auto gf = g.read_all<float>("/train/features");
+    ASSERT_EQ(gf.size(), feats.size());
+    for (size_t i = 0; i < feats.size(); ++i) ASSERT_NEAR(gf[i], feats[i], 1e-4) << np << " " << i;
+    EXPECT_EQ(g.read_all<int64_t>("/train/sample_id"), split.sample_id) << np;
+    auto gt = g.read_all<float>("/test/features");
+    ASSERT_EQ(gt.size(), test_feats.size());
+    for (size_t i = 0; i < gt.size(); ++i) ASSERT_NEAR(gt[i], test_feats[i], 1e-4) << np << " " << i;
+  }
 }
 
 TEST(TrainPrograms, MlpReachesNinetyFivePercentOnIris) {
