@@ -308,7 +308,7 @@ void cluster_filter_main(ToolContext& ctx) {
                s.hits, " of ", s.flagged, " flagged are noise; ", s.truth, " noisy)");
   }
 
-  if (ctx.comm.is_root()) {
+  on_root_agreed(ctx.comm, [&] {
     h5::File f = h5::File::create(out.tmp_path());
     put(f, "/cluster", cluster_ids);
     put(f, "/keep", keep);
@@ -357,7 +357,7 @@ void cluster_filter_main(ToolContext& ctx) {
     lineage::stamp_derived(f, schema::kFilter, ctx.cfg.to_yaml(), from);
     f.close();
     write_text_atomic(config_sidecar_path(output), ctx.cfg.to_yaml());
-  }
+  });
   out.commit();
   log::infof("wrote ", output);
 }

@@ -34,6 +34,17 @@ void Comm::bcast_string(std::string& s, int root) const {
   bcast(s.data(), s.size(), root);
 }
 
+void agree_on_error(const Comm& comm, const std::string& error, int code) {
+  int mine = error.empty() ? INT_MAX : comm.rank();
+  int first = comm.allreduce_min(mine);
+  if (first == INT_MAX) return;
+  std::string msg = error;
+  comm.bcast_string(msg, first);
+  comm.bcast(&code, 1, first);
+  if (code == 2) throw UsageError(msg);  // the tool runner prints these on rank 0 only
+  throw CollectiveError(msg, code);      // every rank throws it; the runner prints it once
+}
+
 int64_t Comm::exscan_sum(int64_t v) const {
   if (size_ == 1) return 0;
   int64_t out = 0;

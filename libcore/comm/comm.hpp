@@ -129,4 +129,28 @@ class MpiSession {
   MpiSession& operator=(const MpiSession&) = delete;
 };
 
+// Collective error agreement. Every rank passes its own error ("" = fine); when any rank
+// failed, every rank throws the message of the lowest failing rank: a CollectiveError (the
+// tool runner prints it once and all ranks exit cleanly), or a UsageError for `code` 2.
+void agree_on_error(const Comm& comm, const std::string& error, int code = 1);
+
+// Run `fn` on rank 0 only (a write only rank 0 does) and agree on its outcome: an Error on
+// rank 0 is raised on every rank, instead of leaving the others waiting in the next
+// collective until the job is aborted.
+template <typename Fn>
+void on_root_agreed(const Comm& comm, Fn&& fn) {
+  std::string err;
+  int code = 1;
+  if (comm.is_root()) {
+    try {
+      fn();
+    } catch (const Error& e) {
+      err = e.what();
+      code = e.exit_code();
+    }
+  }
+  comm.bcast(&code, 1);
+  agree_on_error(comm, err, code);
+}
+
 }  // namespace sieve

@@ -9,16 +9,7 @@
 
 namespace sieve::data {
 
-void agree(const Comm& comm, const std::string& error, int code) {
-  int mine = error.empty() ? INT_MAX : comm.rank();
-  int first = comm.allreduce_min(mine);
-  if (first == INT_MAX) return;
-  std::string msg = error;
-  comm.bcast_string(msg, first);
-  comm.bcast(&code, 1, first);
-  if (code == 2) throw UsageError(msg);  // the tool runner prints these on rank 0 only
-  throw CollectiveError(msg, code);      // every rank throws it; the runner prints it once
-}
+void agree(const Comm& comm, const std::string& error, int code) { agree_on_error(comm, error, code); }
 
 namespace {
 

@@ -9,6 +9,7 @@
 #pragma once
 #include <cstdint>
 #include <memory>
+#include <utility>
 #include <string>
 #include <vector>
 
@@ -98,18 +99,7 @@ void agree(const Comm& comm, const std::string& error, int code = 1);
 // Run `fn` on rank 0 only and agree on its outcome (Error caught and raised collectively).
 template <typename Fn>
 void on_root_checked(const Comm& comm, Fn&& fn) {
-  std::string err;
-  int code = 1;
-  if (comm.is_root()) {
-    try {
-      fn();
-    } catch (const Error& e) {
-      err = e.what();
-      code = e.exit_code();
-    }
-  }
-  comm.bcast(&code, 1);
-  agree(comm, err, code);
+  on_root_agreed(comm, std::forward<Fn>(fn));
 }
 // Run `fn` on every rank and agree on the outcome.
 template <typename Fn>

@@ -234,7 +234,7 @@ void reduce_dims(const Comm& comm, const Config& cfg, const std::string& input,
                                  " per_class=", per_class, " ranks=", comm.size())
                            : cat("pca_components=", k, " whiten=", pca.whiten, " dims=", d);
   AtomicOutput out(output, overwrite, comm, false, schema::kEmbedding, {input});
-  if (comm.is_root()) {
+  on_root_agreed(comm, [&] {
     h5::File f = h5::File::create(out.tmp_path());
     std::vector<float> Yf(Y.begin(), Y.end());
     f.create_dataset<float>("/embedding", {hsize_t(N), hsize_t(d)});
@@ -263,7 +263,7 @@ void reduce_dims(const Comm& comm, const Config& cfg, const std::string& input,
                             lineage::dataset_fingerprint_of(h5::File::open(input))});
     f.close();
     write_text_atomic(config_sidecar_path(output), cfg.to_yaml());
-  }
+  });
   out.commit();
   log::infof("wrote ", output, " in ", log::format_duration(seconds_since(t_start)));
 }

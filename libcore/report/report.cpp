@@ -206,7 +206,7 @@ void make_report(const Config& cfg, const ReportOptions& opt, const Comm& comm) 
   // Only a previous report is ever replaced, and never the run directory it reads.
   AtomicOutput out(opt.output, opt.overwrite, comm, /*is_dir=*/true, schema::kReport,
                    {opt.run_dir, opt.sweep_dir});
-  if (comm.is_root()) {
+  on_root_agreed(comm, [&] {
     RunData data = load_run(opt.run_dir, opt.sweep_dir);
     const std::string dir = out.tmp_path();
     fs::create_directories(dir + "/figures");
@@ -238,7 +238,7 @@ void make_report(const Config& cfg, const ReportOptions& opt, const Comm& comm) 
     write_text_atomic(dir + "/index.html", doc.html());
     write_text_atomic(dir + "/index.md", doc.markdown());
     write_text_atomic(dir + "/report.config.yaml", cfg.to_yaml());
-  }
+  });
   out.commit();
   // The resolved config also next to the directory, as for every Sieve output.
   if (comm.is_root()) write_text_atomic(config_sidecar_path(opt.output), cfg.to_yaml());

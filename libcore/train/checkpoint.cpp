@@ -80,7 +80,7 @@ void read_buffers(const h5::File& f, nn::Model& m) {
 void save_checkpoint(const std::string& path, nn::Model& model, const SgdOptimizer& opt,
                      const TrainState& st, const std::string& config_yaml, const Comm& comm) {
   AtomicOutput out(path, /*overwrite=*/true, comm, false, schema::kCheckpoint);
-  if (comm.is_root()) {
+  on_root_agreed(comm, [&] {
     h5::File f = h5::File::create(out.tmp_path());
     h5::stamp(f, schema::kCheckpoint, config_yaml);
     write_model_attrs(f, model);
@@ -100,7 +100,7 @@ void save_checkpoint(const std::string& path, nn::Model& model, const SgdOptimiz
     f.flush();
     f.set_attr("/", "done", int64_t(1));
     f.close();
-  }
+  });
   out.commit();
 }
 
@@ -172,7 +172,7 @@ void prune_checkpoints(const std::string& dir, int64_t keep) {
 void save_model(const std::string& path, nn::Model& model, const std::string& config_yaml,
                 const lineage::Lineage& from, bool overwrite, const Comm& comm) {
   AtomicOutput out(path, overwrite, comm, false, schema::kModel);
-  if (comm.is_root()) {
+  on_root_agreed(comm, [&] {
     h5::File f = h5::File::create(out.tmp_path());
     h5::stamp(f, schema::kModel, config_yaml);
     lineage::stamp_derived(f, schema::kModel, config_yaml, from);
@@ -181,7 +181,7 @@ void save_model(const std::string& path, nn::Model& model, const std::string& co
     write_buffers(f, model, "/state");
     f.close();
     write_text_atomic(config_sidecar_path(path), config_yaml);
-  }
+  });
   out.commit();
 }
 

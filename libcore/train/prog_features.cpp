@@ -147,6 +147,18 @@ void extract_features_main(ToolContext& ctx) {
   const int64_t block =
       block_cfg > 0 ? block_cfg
                     : std::max<int64_t>(batch, (int64_t(64) << 20) / std::max<int64_t>(1, row_bytes) / batch * batch);
+  // Each collective write's outcome is agreed on: a rank whose write failed (disk full hits
+  // the rank writing the highest offsets first) must not leave the others inside the next
+  // collective; all ranks then fail with its one line and the temporary file is removed.
+  auto agreed = [&](auto&& step) {
+    std::string err;
+    try {
+      step();
+    } catch (const Error& e) {
+      err = e.what();
+    }
+    agree_on_error(ctx.comm, err);
+  };
   for (data::Split s : splits) {
     const std::string g = "/" + std::string(data::split_name(s));
     const int64_t n = ds.rows(s);
@@ -166,15 +178,15 @@ void extract_features_main(ToolContext& ctx) {
       const SplitData d = read_block(ds, s, a, b);
       forward_block(*model, d, meta, batch, &feats, &probs);
       const hsize_t r0 = hsize_t(a), cnt = hsize_t(b - a);
-      f.write_rows<float>(g + "/features", r0, cnt, feats.data());
-      f.write_rows<float>(g + "/probs", r0, cnt, probs.data());
-      f.write_rows<int32_t>(g + "/labels", r0, cnt, d.labels.data());
-      f.write_rows<int64_t>(g + "/sample_id", r0, cnt, d.sample_id.data());
+      agreed([&] { f.write_rows<float>(g + "/features", r0, cnt, feats.data()); });
+      agreed([&] { f.write_rows<float>(g + "/probs", r0, cnt, probs.data()); });
+      agreed([&] { f.write_rows<int32_t>(g + "/labels", r0, cnt, d.labels.data()); });
+      agreed([&] { f.write_rows<int64_t>(g + "/sample_id", r0, cnt, d.sample_id.data()); });
       prog.update(std::min(n, (b - mine.begin) * ctx.comm.size()));
     }
     prog.finish();
   }
-  f.close();
+  agreed([&] { f.close(); });
   out.commit();
   if (ctx.comm.is_root()) write_text_atomic(config_sidecar_path(output), ctx.cfg.to_yaml());
   log::info(cat("wrote ", output, ": ", F, "-dim features of ", ds.rows(data::Split::Train), " train",

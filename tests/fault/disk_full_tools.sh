@@ -4,7 +4,7 @@
 # each on 1 and 2 ranks with a file size limit on the ranks (`ulimit -f`, SIGXFSZ ignored so
 # that writes fail with EFBIG) below the size of the file it writes, over an existing output
 # (--overwrite): within a minute, exit 1, one error line naming the file by its own name
-# (not the hidden temporary one), the previous output byte-identical, no temporary file
+# (not the hidden temporary one) agreed by all ranks, the previous output byte-identical, no temporary file
 # left. train_scaled starts a run over, so its previous run is gone: no result.json is left
 # beside the new run's partial metrics (the report counts it as unfinished).
 . "$SIEVE_SOURCE_DIR/tests/fault/fault_common.bash"
@@ -46,6 +46,8 @@ for c in "${cases[@]}"; do
     [ "$rc" -eq 1 ] || { cat "$run/$tool.log"; fail "$tool, $np rank(s): exit $rc, expected 1"; }
     echo "$line" | grep -q "$name" || fail "$tool, $np rank(s): the error does not name $name"
     echo "$line" | grep -q '\.tmp-' && fail "$tool, $np rank(s): the error names a temporary file"
+    # All ranks agree on the failure (no "[rank r]" line from a lone rank ending the job).
+    echo "$line" | grep -q '\[rank ' && fail "$tool, $np rank(s): the ranks did not agree on the error"
     if [ "$tool" = train_scaled ]; then
       [ -e "$run/$out/result.json" ] && fail "train_scaled, $np rank(s): an old result.json beside a failed redo"
     else
