@@ -8,6 +8,7 @@
 #include <mpi.h>
 
 #include <cstdint>
+#include <new>
 #include <string>
 #include <vector>
 
@@ -151,6 +152,23 @@ void on_root_agreed(const Comm& comm, Fn&& fn) {
   }
   comm.bcast(&code, 1);
   agree_on_error(comm, err, code);
+}
+
+// Run one collective step on every rank and agree on its outcome: a rank whose step failed
+// (an Error, or out of memory) must not leave the others inside the next collective. Every
+// rank then throws the lowest failed rank's message, prefixed by `context` when given.
+template <typename Fn>
+void agreed_step(const Comm& comm, Fn&& step, const std::string& context = "") {
+  std::string err;
+  try {
+    step();
+  } catch (const Error& e) {
+    err = e.what();
+  } catch (const std::bad_alloc&) {
+    err = "out of memory";
+  }
+  if (!err.empty() && !context.empty()) err = context + err;
+  agree_on_error(comm, err);
 }
 
 }  // namespace sieve

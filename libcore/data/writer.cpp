@@ -314,18 +314,7 @@ WriteSummary write_dataset(const Source& src, const WriteOptions& opt, const Com
   // a bad row from the source) must not leave the others waiting in the next collective
   // (they spun at 100 % CPU for minutes). Each collective step's error is agreed on by all
   // ranks, which then throw together; the file is closed by every rank on the way out.
-  auto agreed = [&](auto&& step) {
-    std::string err;
-    try {
-      step();
-    } catch (const Error& e) {
-      err = e.what();
-    } catch (const std::bad_alloc&) {
-      err = "out of memory";
-    }
-    if (!err.empty()) err = cat(opt.output, ": not written: ", err);
-    agree(comm, err);
-  };
+  auto agreed = [&](auto&& step) { agreed_step(comm, step, cat(opt.output, ": not written: ")); };
   for (int k = 0; k < K; ++k) {
     h5::File f = h5::File::create(outs[size_t(k)]->tmp_path(), &comm);
     h5::stamp(f, schema::kDataset, opt.config_yaml);

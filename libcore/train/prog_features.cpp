@@ -150,15 +150,7 @@ void extract_features_main(ToolContext& ctx) {
   // Each collective write's outcome is agreed on: a rank whose write failed (disk full hits
   // the rank writing the highest offsets first) must not leave the others inside the next
   // collective; all ranks then fail with its one line and the temporary file is removed.
-  auto agreed = [&](auto&& step) {
-    std::string err;
-    try {
-      step();
-    } catch (const Error& e) {
-      err = e.what();
-    }
-    agree_on_error(ctx.comm, err);
-  };
+  auto agreed = [&](auto&& step) { agreed_step(ctx.comm, step); };
   for (data::Split s : splits) {
     const std::string g = "/" + std::string(data::split_name(s));
     const int64_t n = ds.rows(s);
