@@ -198,12 +198,7 @@ void cluster_filter_main(ToolContext& ctx) {
   Input in = read_input(input, dataset);
   log::infof("read ", in.n, " points of dimension ", in.d, " from ", input, ":", dataset);
   // Lineage: every file joined here by sample_id comes from the input's dataset.
-  lineage::Lineage from;
-  from.inputs.push_back(lineage::input_of(input));
-  {
-    h5::File inf = h5::File::open(input);
-    from.dataset_fingerprint = lineage::dataset_fingerprint_of(inf);
-  }
+  lineage::Lineage from = lineage::lineage_of(input);
   auto same_dataset = [&](const std::string& other) {
     h5::File of = h5::File::open(other);
     const std::string fp = lineage::dataset_fingerprint_of(of);

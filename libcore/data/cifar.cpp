@@ -184,7 +184,7 @@ std::unique_ptr<Source> open_cifar(const std::string& dir, bool cifar100,
   } catch (const Error& e) {
     err = e.what();
   }
-  agree(comm, err);
+  agree_on_error(comm, err);
   return src;
 }
 

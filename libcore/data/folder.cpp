@@ -168,7 +168,7 @@ class FolderSource : public Source {
     }
     if (bad_total > 0 && !opt.skip_bad) {
       // The lowest rank that saw one names it (its block comes first).
-      agree(comm, first_bad.empty() ? "" : cat(root, ": ", bad_total, " unreadable image file(s), ",
+      agree_on_error(comm, first_bad.empty() ? "" : cat(root, ": ", bad_total, " unreadable image file(s), ",
                                                 "nothing written (data.folder.on_error=skip leaves ",
                                                 "them out); first: ", first_bad));
     }
@@ -223,10 +223,8 @@ class FolderSource : public Source {
 
 std::unique_ptr<Source> open_folder(const std::string& root, const FolderOptions& opt,
                                     const std::vector<std::string>& class_names, const Comm& comm) {
-  std::unique_ptr<Source> src;
   // Listing errors are the same on every rank; the scan inside agrees on its own.
-  src = std::make_unique<FolderSource>(root, opt, class_names, comm);
-  return src;
+  return std::make_unique<FolderSource>(root, opt, class_names, comm);
 }
 
 }  // namespace sieve::data

@@ -5,15 +5,11 @@
 #include <cmath>
 #include <cstdint>
 
+#include "util/hash.hpp"
+
 namespace sieve::data {
 
-// SplitMix64 finaliser (Stafford's mix13): a good 64-bit bijective hash.
-inline uint64_t mix64(uint64_t z) {
-  z += 0x9e3779b97f4a7c15ULL;
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-  return z ^ (z >> 31);
-}
+using ::sieve::mix64;
 inline uint64_t hash_combine(uint64_t a, uint64_t b) { return mix64(a ^ mix64(b + 0x632be59bd9b4e019ULL)); }
 inline uint64_t hash3(uint64_t a, uint64_t b, uint64_t c) { return hash_combine(hash_combine(a, b), c); }
 

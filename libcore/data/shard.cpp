@@ -45,7 +45,7 @@ void run_shard_dataset(ToolContext& ctx) {
   // The default output lives in run.dir, which the first stage creates; an explicit
   // --output must name an existing directory.
   if (!ctx.has_flag("output"))
-    on_root_checked(comm, [&] {
+    on_root_agreed(comm, [&] {
       std::error_code ec;
       std::filesystem::create_directories(run_paths(ctx.cfg).dir, ec);
       if (ec) throw Error(cat(run_paths(ctx.cfg).dir, ": cannot create the run directory: ", ec.message()));

@@ -9,7 +9,6 @@
 
 namespace sieve::data {
 
-void agree(const Comm& comm, const std::string& error, int code) { agree_on_error(comm, error, code); }
 
 namespace {
 

@@ -9,7 +9,6 @@
 #pragma once
 #include <cstdint>
 #include <memory>
-#include <utility>
 #include <string>
 #include <vector>
 
@@ -91,16 +90,8 @@ struct SyntheticSpec;
 // before the consistency checks open_source makes.
 SyntheticSpec synthetic_spec(const Config& cfg);
 
-// Collective error agreement. Every rank passes its own error ("" = fine); when any rank
-// failed, every rank throws the message of the lowest failing rank: a CollectiveError
-// (the tool runner prints it once and all ranks exit cleanly), or a UsageError for
-// `code` 2. The user sees one message, not one per rank.
-void agree(const Comm& comm, const std::string& error, int code = 1);
-// Run `fn` on rank 0 only and agree on its outcome (Error caught and raised collectively).
-template <typename Fn>
-void on_root_checked(const Comm& comm, Fn&& fn) {
-  on_root_agreed(comm, std::forward<Fn>(fn));
-}
+// Errors every rank must see alike go through agree_on_error / on_root_agreed /
+// agreed_step (comm/comm.hpp): the user sees one message, not one per rank.
 // Run `fn` on every rank and agree on the outcome.
 template <typename Fn>
 void all_checked(const Comm& comm, Fn&& fn) {
@@ -113,7 +104,7 @@ void all_checked(const Comm& comm, Fn&& fn) {
     code = e.exit_code();
   }
   int c = comm.allreduce_max(err.empty() ? 0 : code);
-  agree(comm, err, c ? c : 1);
+  agree_on_error(comm, err, c ? c : 1);
 }
 
 }  // namespace sieve::data

@@ -36,7 +36,7 @@ std::string shard_path(const std::string& output, int k) {
 }
 
 void check_outputs(const WriteOptions& opt, const Comm& comm) {
-  on_root_checked(comm, [&] {
+  on_root_agreed(comm, [&] {
     if (opt.output.empty()) throw UsageError("output path is empty");
     check_output_path(opt.output, opt.overwrite, schema::kDataset);
     if (opt.shards > 1)
@@ -474,7 +474,7 @@ WriteSummary write_dataset(const Source& src, const WriteOptions& opt, const Com
   }
 
   // Statistics attributes (rank 0, serial), the index, then sync and rename into place.
-  on_root_checked(comm, [&] {
+  on_root_agreed(comm, [&] {
     for (size_t k = 0; k < outs.size(); ++k) {
       h5::File f = h5::File::open_rw(outs[k]->tmp_path());
       // A shard file is a dataset of its own slice (its own fingerprint); the index, or the
@@ -530,15 +530,15 @@ WriteSummary write_dataset(const Source& src, const WriteOptions& opt, const Com
     } catch (const Error& e) {
       err = e.what();
     }
-    agree(comm, err);
+    agree_on_error(comm, err);
   }
   for (auto& o : outs) o->commit();
-  on_root_checked(comm, [&] {
+  on_root_agreed(comm, [&] {
     write_text_atomic(config_sidecar_path(opt.output), opt.config_yaml);
   });
   if (index_out) index_out->commit();
 
-  on_root_checked(comm, [&] {
+  on_root_agreed(comm, [&] {
     fs::path dir = fs::path(opt.output).parent_path();
     if (dir.empty()) dir = ".";
     if (opt.sync) fsync_path(dir.string());

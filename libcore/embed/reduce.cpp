@@ -258,9 +258,7 @@ void reduce_dims(const Comm& comm, const Config& cfg, const std::string& input,
     f.set_attr("/", "pca_explained_variance", pca.explained_ratio);
     f.set_attr("/", "input", input);
     h5::stamp(f, schema::kEmbedding, cfg.to_yaml());
-    lineage::stamp_derived(f, schema::kEmbedding, cfg.to_yaml(),
-                           {{lineage::input_of(input)},
-                            lineage::dataset_fingerprint_of(h5::File::open(input))});
+    lineage::stamp_derived(f, schema::kEmbedding, cfg.to_yaml(), lineage::lineage_of(input));
     f.close();
     write_text_atomic(config_sidecar_path(output), cfg.to_yaml());
   });

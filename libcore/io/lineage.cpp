@@ -3,18 +3,13 @@
 #include <cstdio>
 #include <cstring>
 
+#include "io/schemas.hpp"
 #include "util/error.hpp"
+#include "util/hash.hpp"
 
 namespace sieve::lineage {
 
 namespace {
-
-inline uint64_t mix(uint64_t z) {  // SplitMix64 finaliser
-  z += 0x9e3779b97f4a7c15ULL;
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-  return z ^ (z >> 31);
-}
 
 inline void step(uint64_t l[4], const unsigned char* p) {
   for (int j = 0; j < 4; ++j) {
@@ -29,7 +24,7 @@ inline void step(uint64_t l[4], const unsigned char* p) {
 
 uint64_t hash_bytes(const void* data, size_t n, uint64_t seed) {
   const auto* p = static_cast<const unsigned char*>(data);
-  uint64_t l[4] = {mix(seed), mix(seed ^ 1), mix(seed ^ 2), mix(seed ^ 3)};
+  uint64_t l[4] = {mix64(seed), mix64(seed ^ 1), mix64(seed ^ 2), mix64(seed ^ 3)};
   size_t i = 0;
   for (; i + 32 <= n; i += 32) step(l, p + i);
   if (i < n) {
@@ -37,12 +32,12 @@ uint64_t hash_bytes(const void* data, size_t n, uint64_t seed) {
     std::memcpy(tail, p + i, n - i);
     step(l, tail);
   }
-  return mix(l[0] ^ mix(l[1] ^ mix(l[2] ^ mix(l[3] ^ uint64_t(n)))));
+  return mix64(l[0] ^ mix64(l[1] ^ mix64(l[2] ^ mix64(l[3] ^ uint64_t(n)))));
 }
 
 void Fingerprint::add_row(uint64_t row_hash) {
-  lo += mix(row_hash ^ 0x5be1b2c3d4e5f607ULL);
-  hi += mix(row_hash ^ 0x0123456789abcdefULL);
+  lo += mix64(row_hash ^ 0x5be1b2c3d4e5f607ULL);
+  hi += mix64(row_hash ^ 0x0123456789abcdefULL);
 }
 
 std::string Fingerprint::hex() const {
@@ -57,13 +52,14 @@ std::string fingerprint_of(const h5::File& f) {
 
 std::string dataset_fingerprint_of(const h5::File& f) {
   if (f.has_attr("/", kDatasetFingerprint)) return f.attr_string("/", kDatasetFingerprint);
-  if (f.has_attr("/", "schema") && f.attr_string("/", "schema") == "sieve.dataset/1")
+  if (f.has_attr("/", "schema") && f.attr_string("/", "schema") == schema::kDataset)
     return fingerprint_of(f);
   return "";
 }
 
-Input input_of(const std::string& path) {
-  return Input{path, fingerprint_of(h5::File::open(path))};
+Lineage lineage_of(const std::string& path) {
+  const h5::File f = h5::File::open(path);
+  return Lineage{{Input{path, fingerprint_of(f)}}, dataset_fingerprint_of(f), ""};
 }
 
 std::string derived_fingerprint(const std::string& schema, const std::string& config_yaml,
@@ -73,7 +69,7 @@ std::string derived_fingerprint(const std::string& schema, const std::string& co
   uint64_t pos = 0;
   auto part = [&](const std::string& s) {
     const uint64_t at = pos++;
-    fp.add_row(mix(at) ^ hash_bytes(s.data(), s.size(), at));
+    fp.add_row(mix64(at) ^ hash_bytes(s.data(), s.size(), at));
   };
   part(schema);
   part(config_yaml);

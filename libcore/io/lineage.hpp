@@ -52,9 +52,6 @@ std::string fingerprint_of(const h5::File& f);
 // The dataset a file belongs to: a dataset's own fingerprint, a derived file's
 // `dataset_fingerprint` ("" when it has neither).
 std::string dataset_fingerprint_of(const h5::File& f);
-// An input described by its file (opened here to read its fingerprint).
-Input input_of(const std::string& path);
-
 // What a derived file was made from.
 struct Lineage {
   std::vector<Input> inputs;
@@ -62,6 +59,10 @@ struct Lineage {
   // Tells apart outputs of one derivation (pretrain's early and final models).
   std::string variant;
 };
+
+// What a file made from `path` inherits (the file opened once): `path` with its
+// fingerprint as the one input, and the dataset `path` belongs to.
+Lineage lineage_of(const std::string& path);
 
 // Writes `inputs`, `dataset_fingerprint` and the derived `fingerprint` onto `out`.
 void stamp_derived(h5::File& out, const std::string& schema, const std::string& config_yaml,

@@ -11,13 +11,6 @@
 
 namespace sieve::train {
 
-uint64_t mix64(uint64_t x) {
-  x += 0x9e3779b97f4a7c15ULL;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-  return x ^ (x >> 31);
-}
-
 // Every dataset read goes through data::DatasetFile::open, which checks the schema, shapes,
 // types, label ranges and that every shard file of a sharded dataset exists (HDF5 reads a
 // missing shard as zeros: a model trained on it reports "test acc 1").
@@ -56,8 +49,12 @@ bool has_split(const std::string& path, const std::string& split) {
 SplitData read_split(const std::string& path, const std::string& split) {
   const auto ds = data::DatasetFile::open(path);  // also checks every label's range
   const data::Split s = split_of(path, split);
+  return read_rows(ds, s, 0, ds.rows(s));
+}
+
+SplitData read_rows(const data::DatasetFile& ds, data::Split s, int64_t begin, int64_t end) {
   SplitData d;
-  d.n = ds.rows(s);
+  d.n = end - begin;
   d.image = ds.is_image();
   const size_t row_elems = size_t(ds.row_elems());
   // Few large reads: blocks of ~64 MiB of rows each.
@@ -66,7 +63,7 @@ SplitData read_split(const std::string& path, const std::string& split) {
     const int64_t rows_per =
         std::max<int64_t>(1, int64_t((64u << 20) / std::max<size_t>(1, row_elems * sizeof(T))));
     for (int64_t r = 0; r < d.n; r += rows_per)
-      read(r, std::min(d.n, r + rows_per), out + size_t(r) * row_elems);
+      read(begin + r, begin + std::min(d.n, r + rows_per), out + size_t(r) * row_elems);
   };
   if (d.image) {
     d.h = int(ds.height());
@@ -79,8 +76,8 @@ SplitData read_split(const std::string& path, const std::string& split) {
     d.features.resize(size_t(d.n) * row_elems);
     read_blocks(d.features.data(), [&](int64_t a, int64_t b, float* o) { ds.read_features(s, a, b, o); });
   }
-  d.labels = ds.labels(s);
-  d.sample_id = ds.sample_ids(s);
+  d.labels = ds.read_labels(s, begin, end);
+  d.sample_id = ds.read_sample_ids(s, begin, end);
   return d;
 }
 

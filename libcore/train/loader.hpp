@@ -19,6 +19,8 @@
 #include <vector>
 
 #include "comm/comm.hpp"
+#include "data/dataset_file.hpp"
+#include "util/hash.hpp"
 
 namespace sieve::train {
 
@@ -45,6 +47,8 @@ struct DatasetMeta {
 DatasetMeta read_dataset_meta(const std::string& path);
 // Whole split; Error naming file/dataset for a wrong schema, type or shape.
 SplitData read_split(const std::string& path, const std::string& split);
+// Rows [begin, end) of a split of an open dataset (extract_features streams blocks of them).
+SplitData read_rows(const data::DatasetFile& ds, data::Split s, int64_t begin, int64_t end);
 bool has_split(const std::string& path, const std::string& split);
 
 // The training split a filter is joined with: its file, fingerprint, ids and labels.
@@ -61,8 +65,8 @@ struct JoinTarget {
 std::vector<int64_t> read_keep_indices(const std::string& filter_path, const std::string& which,
                                        const JoinTarget& dataset);
 
-// Stable 64-bit mix (splitmix64) used for every seeded draw in training.
-uint64_t mix64(uint64_t x);
+// Every seeded draw in training uses the one 64-bit mixer (util/hash.hpp).
+using ::sieve::mix64;
 
 // Throws a UsageError naming `key` (e.g. "scaled.global_batch") when a global batch of
 // `global_batch` samples does not fit the `samples` that take part (`what` says which, e.g.

@@ -29,27 +29,6 @@ void add_features_flags(po::options_description& d) {
 
 namespace {
 
-// Rows [begin, end) of a split, read from the dataset file: the block a rank works on.
-SplitData read_block(const data::DatasetFile& ds, data::Split s, int64_t begin, int64_t end) {
-  SplitData d;
-  d.image = ds.is_image();
-  d.n = end - begin;
-  if (d.image) {
-    d.h = int(ds.height());
-    d.w = int(ds.width());
-    d.c = int(ds.channels());
-    d.images.resize(size_t(d.n) * size_t(ds.row_elems()));
-    if (d.n > 0) ds.read_images(s, begin, end, d.images.data());
-  } else {
-    d.f = int(ds.features());
-    d.features.resize(size_t(d.n) * size_t(ds.row_elems()));
-    if (d.n > 0) ds.read_features(s, begin, end, d.features.data());
-  }
-  d.labels = ds.read_labels(s, begin, end);
-  d.sample_id = ds.read_sample_ids(s, begin, end);
-  return d;
-}
-
 // Forward `d` in eval mode in batches; features and softmax probabilities per row.
 void forward_block(nn::Model& m, const SplitData& d, const DatasetMeta& meta, int64_t batch,
                    std::vector<float>* feats, std::vector<float>* probs) {
@@ -123,9 +102,10 @@ void extract_features_main(ToolContext& ctx) {
   }
   // Features from a model trained on other data are legitimate (transfer), but rarely what
   // the pipeline means: say so once.
-  const lineage::Input model_in = lineage::input_of(model_path);
+  const lineage::Lineage of_model = lineage::lineage_of(model_path);
+  const lineage::Input& model_in = of_model.inputs.front();
   {
-    const std::string trained_on = lineage::dataset_fingerprint_of(h5::File::open(model_path));
+    const std::string& trained_on = of_model.dataset_fingerprint;
     if (!trained_on.empty() && !meta.fingerprint.empty() && trained_on != meta.fingerprint)
       log::warn(cat(model_path, " was trained on another dataset (", trained_on, ") than ", dataset,
                     " (", meta.fingerprint, "); extracting anyway"));
@@ -167,7 +147,7 @@ void extract_features_main(ToolContext& ctx) {
     for (int64_t k = 0; k < blocks; ++k) {
       const int64_t a = std::min(mine.end, mine.begin + k * block);
       const int64_t b = std::min(mine.end, a + block);
-      const SplitData d = read_block(ds, s, a, b);
+      const SplitData d = read_rows(ds, s, a, b);
       forward_block(*model, d, meta, batch, &feats, &probs);
       const hsize_t r0 = hsize_t(a), cnt = hsize_t(b - a);
       agreed([&] { f.write_rows<float>(g + "/features", r0, cnt, feats.data()); });

@@ -286,8 +286,11 @@ void check_sweep_batches(const ToolContext& ctx, const Sweep& sweep) {
   std::unique_ptr<data::DatasetFile> ds;
   std::vector<int64_t> ids;
   std::vector<int32_t> labels;
+  int64_t uneven = -1;  // the first batch that does not split evenly over the ranks
   for (int64_t i = 0; i < sweep.size(); ++i) {
     Config cfg = sweep.apply(ctx.cfg, i);
+    const int64_t batch = cfg.get_int("scaled.global_batch");
+    if (uneven < 0 && batch % ctx.comm.size() != 0) uneven = batch;
     const RunPaths rp = run_paths(cfg);
     const std::string arm = cfg.get_string("scaled.arm");
     if (!arm_samples.count(arm)) {
@@ -305,14 +308,9 @@ void check_sweep_batches(const ToolContext& ctx, const Sweep& sweep) {
                                                     target)
                                       .size());
     }
-    check_global_batch(cfg.get_int("scaled.global_batch"), arm_samples[arm],
+    check_global_batch(batch, arm_samples[arm],
                        cat("scaled.global_batch (sweep run ", i, ", arm ", arm, ")"),
                        cat("the ", arm, " arm's training samples"));
-  }
-  int64_t uneven = -1;
-  for (int64_t i = 0; i < sweep.size() && uneven < 0; ++i) {
-    const int64_t b = sweep.apply(ctx.cfg, i).get_int("scaled.global_batch");
-    if (b % ctx.comm.size() != 0) uneven = b;
   }
   if (uneven > 0) warn_uneven_split(uneven, ctx.comm.size(), "scaled.global_batch");
 }

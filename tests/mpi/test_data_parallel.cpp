@@ -156,7 +156,7 @@ TEST(DataParallel, ErrorsAreAgreedOnEveryRank) {
   // The lowest failing rank's message reaches every rank.
   std::string msg = comm.size() > 1 ? (comm.rank() >= 1 ? "boom on rank " + std::to_string(comm.rank()) : "") : "boom on rank 1";
   try {
-    agree(comm, msg);
+    agree_on_error(comm, msg);
     ADD_FAILURE() << "agree did not throw";
   } catch (const Error& e) {
     EXPECT_EQ(std::string(e.what()), "boom on rank 1");
