@@ -1,7 +1,10 @@
-// Check macros for CUDA runtime and cuBLAS calls: a failure names the call, file and line.
+// Check macros for CUDA runtime, cuBLAS, cuDNN and NCCL calls: a failure throws sieve::Error
+// naming the call, file and line (llm.c's habit: every device call is checked).
 #pragma once
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
+#include <cudnn.h>
+#include <nccl.h>
 
 #include "util/error.hpp"
 
@@ -20,3 +23,22 @@
       throw ::sieve::Error(::sieve::cat(__FILE__, ":", __LINE__, ": ", #call, " failed: ",  \
                                         cublasGetStatusString(sieve_cublas_rc_)));          \
   } while (0)
+
+#define SIEVE_CUDNN_CHECK(call)                                                             \
+  do {                                                                                      \
+    cudnnStatus_t sieve_cudnn_rc_ = (call);                                                 \
+    if (sieve_cudnn_rc_ != CUDNN_STATUS_SUCCESS)                                            \
+      throw ::sieve::Error(::sieve::cat(__FILE__, ":", __LINE__, ": ", #call, " failed: ",  \
+                                        cudnnGetErrorString(sieve_cudnn_rc_)));             \
+  } while (0)
+
+#define SIEVE_NCCL_CHECK(call)                                                              \
+  do {                                                                                      \
+    ncclResult_t sieve_nccl_rc_ = (call);                                                   \
+    if (sieve_nccl_rc_ != ncclSuccess)                                                      \
+      throw ::sieve::Error(::sieve::cat(__FILE__, ":", __LINE__, ": ", #call, " failed: ",  \
+                                        ncclGetErrorString(sieve_nccl_rc_)));               \
+  } while (0)
+
+// After a kernel launch: launch-configuration errors surface here, at the launching line.
+#define SIEVE_CUDA_CHECK_LAUNCH() SIEVE_CUDA_CHECK(cudaGetLastError())
