@@ -17,6 +17,15 @@ void add_trainer_keys(ConfigSchema& s, const std::string& p, const std::string& 
                "ResNet stem: cifar (3x3 conv, no max-pool) or imagenet (7x7/2 conv + max-pool)",
                {"cifar", "imagenet"});
   s.add_int_list(p + ".model.hidden", {256}, "MLP: hidden layer sizes", 1);
+  s.add_string(p + ".backend", "cpu",
+               "compute backend: cpu (oneDNN + OpenBLAS), cuda (cuDNN + cuBLAS, one GPU per "
+               "rank) or ref (naive loops, for tests)",
+               {"cpu", "cuda", "ref"});
+  s.add_string(p + ".precision", "auto",
+               "activation precision: bf16 (mixed precision: bf16 convolutions and GEMMs, fp32 "
+               "master weights, optimizer and BN statistics), fp32, or auto (bf16 where the "
+               "hardware computes it natively: AVX512-BF16/AMX CPUs, Ampere+ GPUs; else fp32)",
+               {"auto", "bf16", "fp32"});
   s.add_int(p + ".epochs", epochs, "training epochs", 1);
   s.add_int(p + ".global_batch", global_batch,
             "global batch size (all ranks together; per-rank batch = global_batch / ranks)", 1);

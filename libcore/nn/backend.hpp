@@ -1,23 +1,34 @@
 // The op interface: what a compute backend provides to the layers.
 //
-// A backend is a factory of op objects. An op object is created once per layer instance for
-// one shape and may cache whatever it needs between calls (oneDNN primitives, workspaces,
-// saved batch statistics, reordered weights); layers re-create it when the batch size changes.
-// The backends that exist are listed in ONE place, backend_registry.cpp.
+// A backend instance is (implementation, activation dtype): backend("cpu", DType::bf16) is the
+// oneDNN backend computing in bf16. It owns memory on its device (Memory), and is a factory
+// of op objects. An op object is created once per layer instance for one shape and may cache
+// whatever it needs between calls (oneDNN primitives, cuDNN algorithms, workspaces, saved
+// batch statistics, reordered or down-cast weights); layers re-create it when the batch size
+// changes. The backends that exist are listed in ONE place, backend_registry.cpp.
 //
-// Conventions shared by every backend (and checked against the "ref" backend in tests):
+// Conventions shared by every backend (and checked against the fp32 "ref" backend in tests
+// over backend x dtype, tests/support/op_suite.hpp):
+//   * every pointer is memory of the backend's device();
+//   * activations and their gradients ("Act" pointers, void*) are of the backend's dtype();
+//     parameters, parameter gradients and BN statistics are ALWAYS fp32 (master weights): a
+//     bf16 backend casts weights down inside the op and accumulates weight gradients in fp32;
 //   * activations are NHWC: element (n, c, h, w) at ((n*H + h)*W + w)*C + c;
 //   * conv weights are OIHW (torchvision), linear weights [out, in] (row-major);
 //   * "backward" writes activation gradients (overwrite) and ACCUMULATES (+=) parameter
 //     gradients, so the flat gradient buffer needs no scratch copy per layer;
-//   * ops are deterministic for a fixed thread count (no atomics in reductions);
-//   * backends and ops are not thread-safe (the CPU backend caches primitives): use a model
-//     from one thread at a time; parallelism is inside each op (OpenMP / oneDNN threads).
+//   * ops are deterministic for a fixed thread count (no atomics in reductions) on the CPU;
+//   * calls may be asynchronous on a device (one stream per backend); the Memory copies to
+//     the host synchronise;
+//   * backends and ops are not thread-safe (primitive caches): use a model from one thread
+//     at a time; parallelism is inside each op (OpenMP / oneDNN threads / the GPU).
 #pragma once
 #include <cstddef>
 #include <memory>
 #include <string>
 #include <vector>
+
+#include "nn/tensor.hpp"
 
 namespace sieve::nn {
 
@@ -36,52 +47,56 @@ struct PoolShape {  // max pooling, square kernel
   int ow() const { return (w + 2 * pad - kernel) / stride + 1; }
 };
 
+using Act = void;  // an activation buffer of the backend's dtype (documentation only)
+
 // y = conv(x, w), no bias (ResNet convs are followed by BN).
 class ConvOp {
  public:
   virtual ~ConvOp() = default;
-  virtual void forward(const float* x, const float* w, float* y) = 0;             // x NHWC, w OIHW
-  virtual void backward_data(const float* dy, const float* w, float* dx) = 0;     // dx =
-  virtual void backward_weights(const float* x, const float* dy, float* dw) = 0;  // dw +=
+  virtual void forward(const Act* x, const float* w, Act* y) = 0;          // x NHWC, w OIHW
+  virtual void backward_data(const Act* dy, const float* w, Act* dx) = 0;  // dx =
+  virtual void backward_weights(const Act* x, const Act* dy, float* dw) = 0;  // dw +=
 };
 
-// Batch norm over (N, H, W) per channel, optionally fused with a following ReLU.
+// Batch norm over (N, H, W) per channel, optionally fused with a following ReLU. Statistics
+// in fp32 whatever the activation dtype.
 class BatchNormOp {
  public:
   virtual ~BatchNormOp() = default;
   // training: normalise with batch statistics (biased variance), save them for backward and
   // update running stats: r = (1-momentum)*r + momentum*batch (variance unbiased, M/(M-1)).
   // eval: normalise with running stats.
-  virtual void forward(const float* x, const float* gamma, const float* beta, float* run_mean,
-                       float* run_var, float* y, bool training) = 0;
+  virtual void forward(const Act* x, const float* gamma, const float* beta, float* run_mean,
+                       float* run_var, Act* y, bool training) = 0;
   // After a training forward on the same x. y is that forward's output (for the fused ReLU
   // mask). dx =, dgamma +=, dbeta +=.
-  virtual void backward(const float* x, const float* y, const float* dy, const float* gamma,
-                        float* dx, float* dgamma, float* dbeta) = 0;
+  virtual void backward(const Act* x, const Act* y, const Act* dy, const float* gamma, Act* dx,
+                        float* dgamma, float* dbeta) = 0;
 };
 
 class MaxPoolOp {
  public:
   virtual ~MaxPoolOp() = default;
-  virtual void forward(const float* x, float* y, bool training) = 0;
+  virtual void forward(const Act* x, Act* y, bool training) = 0;
   // After a training forward on the same x; ties go to the first maximum in window order.
-  virtual void backward(const float* x, const float* dy, float* dx) = 0;  // dx =
+  virtual void backward(const Act* x, const Act* dy, Act* dx) = 0;  // dx =
 };
 
 // y[n, out] = x[n, in] * W^T + b.
 class LinearOp {
  public:
   virtual ~LinearOp() = default;
-  virtual void forward(const float* x, const float* w, const float* b, float* y) = 0;
+  virtual void forward(const Act* x, const float* w, const float* b, Act* y) = 0;
   // dx = dy * W (skipped if dx is null), dw += dy^T x, db += sum_n dy.
-  virtual void backward(const float* x, const float* dy, const float* w, float* dx, float* dw,
+  virtual void backward(const Act* x, const Act* dy, const float* w, Act* dx, float* dw,
                         float* db) = 0;
 };
 
-class Backend {
+class Backend : public Memory {
  public:
-  virtual ~Backend() = default;
-  virtual std::string name() const = 0;
+  virtual std::string name() const = 0;  // registry name: "cpu", "ref", "cuda"
+  virtual DType dtype() const = 0;       // activation dtype of every op it makes
+  // Device memory (Memory): allocate/release/to_device/to_host/fill_zero, device().
 
   virtual std::unique_ptr<ConvOp> conv2d(const ConvShape& s) = 0;
   virtual std::unique_ptr<BatchNormOp> batchnorm(int n, int c, int h, int w, bool fuse_relu,
@@ -89,18 +104,43 @@ class Backend {
   virtual std::unique_ptr<MaxPoolOp> maxpool(const PoolShape& s) = 0;
   virtual std::unique_ptr<LinearOp> linear(int n, int in, int out) = 0;
 
-  // Elementwise and small ops on count floats.
-  virtual void relu_forward(const float* x, float* y, size_t count) = 0;
-  virtual void relu_backward(const float* y, const float* dy, float* dx, size_t count) = 0;
-  virtual void add(const float* a, const float* b, float* y, size_t count) = 0;  // y = a + b
+  // Elementwise and small ops on `count` activations.
+  virtual void relu_forward(const Act* x, Act* y, size_t count) = 0;
+  virtual void relu_backward(const Act* y, const Act* dy, Act* dx, size_t count) = 0;
+  virtual void add(const Act* a, const Act* b, Act* y, size_t count) = 0;  // y = a + b
   // Global average pool: x [n, hw, c] (NHWC) -> y [n, c]; backward spreads dy/hw.
-  virtual void avgpool_forward(const float* x, float* y, int n, int c, int hw) = 0;
-  virtual void avgpool_backward(const float* dy, float* dx, int n, int c, int hw) = 0;
+  virtual void avgpool_forward(const Act* x, Act* y, int n, int c, int hw) = 0;
+  virtual void avgpool_backward(const Act* dy, Act* dx, int n, int c, int hw) = 0;
+
+  // The model's edges, where host fp32 meets device activations:
+  // a host fp32 NCHW batch -> activations NHWC on the device (cast to dtype());
+  virtual void load_input(const float* host_nchw, Act* y, int n, int c, int h, int w) = 0;
+  // activations <-> host fp32 (logits and features out, dlogits in), `count` elements.
+  virtual void act_to_host(const Act* x, float* host, size_t count) = 0;
+  virtual void act_from_host(const float* host, Act* y, size_t count) = 0;
+
+  // fp32 vectors on the device (parameters, gradients): y += a * x.
+  virtual void axpy(float a, const float* x, float* y, size_t count) = 0;
 };
 
-// The registry (backend_registry.cpp): "cpu" (oneDNN + OpenBLAS) and "ref" (naive loops).
-// Backends are process-wide singletons. Throws UsageError naming the backend if unknown.
-Backend& backend(const std::string& name);
+// The registry (backend_registry.cpp): "cpu" (oneDNN + OpenBLAS), "ref" (naive loops; its
+// bf16 rounds every activation to bf16 and computes in fp32/double: the bf16 semantics on any
+// machine) and "cuda" (cuDNN + cuBLAS, in builds with CUDA). Instances are process-wide
+// singletons per (name, dtype). Throws UsageError naming the backend (and dtype) if unknown,
+// not built, or not supported by this machine (no GPU, a CPU without bf16).
+Backend& backend(const std::string& name, DType dtype = DType::f32);
 std::vector<std::string> backend_names();
+// Whether backend(name, dtype) would work on this machine; `why` (if non-null) says why not.
+// `native`: only where the hardware computes the dtype natively (what precision auto wants),
+// not by emulation.
+bool backend_supports(const std::string& name, DType dtype, bool native = false,
+                      std::string* why = nullptr);
+
+// The `precision` key of the training and features sections: "auto" | "bf16" | "fp32".
+// auto: bf16 where backend_supports(name, bf16, native) and fp32 elsewhere (then `note`, if
+// non-null, gets one line saying why). bf16 on a backend or machine without it: UsageError
+// naming `key`, the backend and why.
+DType resolve_precision(const std::string& precision, const std::string& backend_name,
+                        const std::string& key, std::string* note = nullptr);
 
 }  // namespace sieve::nn

@@ -7,6 +7,12 @@
 // primitive prefers ("any"), and weight gradients back. Primitives are created once per op
 // object (per layer and batch size), so a steady training loop creates nothing.
 //
+// bf16 (mixed precision): activations bf16 between layers; each convolution takes its fp32
+// master weights through the same cached reorder, now also casting to bf16, and writes its
+// weight gradient in fp32 (oneDNN's bf16 backward-weights accumulates in fp32 and can emit
+// fp32), so gradients are never rounded to bf16. Batch norm keeps fp32 statistics, scale and
+// shift. Linear (the classifier, a tiny GEMM) runs fp32 sgemm on up-cast activations.
+//
 // Determinism: oneDNN's CPU kernels partition work statically for a given thread count and
 // reduce in a fixed order; OpenBLAS sgemm splits over M/N (not K). Same threads -> same bits.
 #include <string>
@@ -39,8 +45,11 @@ dnnl::stream& strm() {
 // work, and far more when the cores are oversubscribed (MPI ranks x threads).
 constexpr size_t kParallelMin = 1 << 15;
 
-memory mem(const memory::desc& md, const float* p) {
-  return memory(md, eng(), const_cast<float*>(p));
+memory mem(const memory::desc& md, const void* p) {
+  return memory(md, eng(), const_cast<void*>(p));
+}
+dt act_dt(DType t) {
+  return t == DType::bf16 ? dt::bf16 : dt::f32;
 }
 
 // oneDNN 2.6.3 (Debian 12) has an AVX2 convolution kernel that writes past its own buffer
@@ -62,13 +71,14 @@ void avoid_avx2_jit_for_odd_channels(PD& pd, const ConvShape& s) {
 
 class DnnlConv final : public ConvOp {
  public:
-  explicit DnnlConv(const ConvShape& s) {
+  DnnlConv(const ConvShape& s, DType t) {
     memory::dims src{s.n, s.c, s.h, s.w}, wei{s.k, s.c, s.r, s.s}, dst{s.n, s.k, s.oh(), s.ow()};
     memory::dims strides{s.stride, s.stride}, pad{s.pad, s.pad};
-    src_md_ = memory::desc(src, dt::f32, tag::nhwc);
-    dst_md_ = memory::desc(dst, dt::f32, tag::nhwc);
+    src_md_ = memory::desc(src, act_dt(t), tag::nhwc);
+    dst_md_ = memory::desc(dst, act_dt(t), tag::nhwc);
     user_w_md_ = memory::desc(wei, dt::f32, tag::oihw);
-    memory::desc w_any(wei, dt::f32, tag::any);
+    memory::desc w_any(wei, act_dt(t), tag::any);
+    memory::desc dw_any(wei, dt::f32, tag::any);  // weight gradients stay fp32
     dnnl::convolution_forward::desc fd(dnnl::prop_kind::forward_training,
                                        dnnl::algorithm::convolution_direct, src_md_, w_any, dst_md_,
                                        strides, pad, pad);
@@ -80,7 +90,7 @@ class DnnlConv final : public ConvOp {
     bwd_d_pd_ = dnnl::convolution_backward_data::primitive_desc(bd, eng(), fwd_pd_);
     avoid_avx2_jit_for_odd_channels(bwd_d_pd_, s);
     bwd_d_ = dnnl::convolution_backward_data(bwd_d_pd_);
-    dnnl::convolution_backward_weights::desc bw(dnnl::algorithm::convolution_direct, src_md_, w_any,
+    dnnl::convolution_backward_weights::desc bw(dnnl::algorithm::convolution_direct, src_md_, dw_any,
                                                 dst_md_, strides, pad, pad);
     bwd_w_pd_ = dnnl::convolution_backward_weights::primitive_desc(bw, eng(), fwd_pd_);
     avoid_avx2_jit_for_odd_channels(bwd_w_pd_, s);
@@ -106,21 +116,21 @@ class DnnlConv final : public ConvOp {
                                                            eng(), user_w_md_, acc));
   }
 
-  void forward(const float* x, const float* w, float* y) override {
+  void forward(const Act* x, const float* w, Act* y) override {
     memory wm = weights_for(to_fwd_, w, fwd_w_);
     fwd_.execute(
         strm(),
         {{DNNL_ARG_SRC, mem(src_md_, x)}, {DNNL_ARG_WEIGHTS, wm}, {DNNL_ARG_DST, mem(dst_md_, y)}});
     strm().wait();
   }
-  void backward_data(const float* dy, const float* w, float* dx) override {
+  void backward_data(const Act* dy, const float* w, Act* dx) override {
     memory wm = weights_for(to_bwd_, w, bwd_w_in_);
     bwd_d_.execute(strm(), {{DNNL_ARG_DIFF_DST, mem(dst_md_, dy)},
                             {DNNL_ARG_WEIGHTS, wm},
                             {DNNL_ARG_DIFF_SRC, mem(src_md_, dx)}});
     strm().wait();
   }
-  void backward_weights(const float* x, const float* dy, float* dw) override {
+  void backward_weights(const Act* x, const Act* dy, float* dw) override {
     bwd_w_.execute(strm(), {{DNNL_ARG_SRC, mem(src_md_, x)},
                             {DNNL_ARG_DIFF_DST, mem(dst_md_, dy)},
                             {DNNL_ARG_DIFF_WEIGHTS, dw_opaque_}});
@@ -152,7 +162,7 @@ class DnnlConv final : public ConvOp {
 
 class DnnlBatchNorm final : public BatchNormOp {
  public:
-  DnnlBatchNorm(int n, int c, int h, int w, bool relu, float momentum, float eps)
+  DnnlBatchNorm(int n, int c, int h, int w, bool relu, float momentum, float eps, DType t)
       : m_(n * h * w),
         c_(c),
         relu_(relu),
@@ -162,7 +172,7 @@ class DnnlBatchNorm final : public BatchNormOp {
         dg_(c),
         db_(c),
         zeros_(c, 0.f) {
-    data_md_ = memory::desc({n, c, h, w}, dt::f32, tag::nhwc);
+    data_md_ = memory::desc({n, c, h, w}, act_dt(t), tag::nhwc);
     vec_md_ = memory::desc({c}, dt::f32, tag::a);
     auto flags = dnnl::normalization_flags::use_scale | dnnl::normalization_flags::use_shift;
     if (relu) flags = flags | dnnl::normalization_flags::fuse_norm_relu;
@@ -181,8 +191,8 @@ class DnnlBatchNorm final : public BatchNormOp {
     if (relu) ws_ = memory(train_pd_.workspace_desc(), eng());
   }
 
-  void forward(const float* x, const float* gamma, const float* beta, float* rm, float* rv,
-               float* y, bool training) override {
+  void forward(const Act* x, const float* gamma, const float* beta, float* rm, float* rv, Act* y,
+               bool training) override {
     std::unordered_map<int, memory> args{{DNNL_ARG_SRC, mem(data_md_, x)},
                                          {DNNL_ARG_DST, mem(data_md_, y)},
                                          {DNNL_ARG_SCALE, mem(vec_md_, gamma)},
@@ -202,7 +212,7 @@ class DnnlBatchNorm final : public BatchNormOp {
     }
   }
 
-  void backward(const float* x, const float*, const float* dy, const float* gamma, float* dx,
+  void backward(const Act* x, const Act*, const Act* dy, const float* gamma, Act* dx,
                 float* dgamma, float* dbeta) override {
     std::unordered_map<int, memory> args{{DNNL_ARG_SRC, mem(data_md_, x)},
                                          {DNNL_ARG_DIFF_DST, mem(data_md_, dy)},
@@ -236,9 +246,9 @@ class DnnlBatchNorm final : public BatchNormOp {
 
 class DnnlMaxPool final : public MaxPoolOp {
  public:
-  explicit DnnlMaxPool(const PoolShape& s) {
-    src_md_ = memory::desc({s.n, s.c, s.h, s.w}, dt::f32, tag::nhwc);
-    dst_md_ = memory::desc({s.n, s.c, s.oh(), s.ow()}, dt::f32, tag::nhwc);
+  DnnlMaxPool(const PoolShape& s, DType t) {
+    src_md_ = memory::desc({s.n, s.c, s.h, s.w}, act_dt(t), tag::nhwc);
+    dst_md_ = memory::desc({s.n, s.c, s.oh(), s.ow()}, act_dt(t), tag::nhwc);
     memory::dims k{s.kernel, s.kernel}, st{s.stride, s.stride}, p{s.pad, s.pad};
     dnnl::pooling_forward::desc fd(dnnl::prop_kind::forward_training, dnnl::algorithm::pooling_max,
                                    src_md_, dst_md_, st, k, p, p);
@@ -249,13 +259,13 @@ class DnnlMaxPool final : public MaxPoolOp {
     bwd_ = dnnl::pooling_backward(bwd_pd_);
     ws_ = memory(fwd_pd_.workspace_desc(), eng());
   }
-  void forward(const float* x, float* y, bool) override {
+  void forward(const Act* x, Act* y, bool) override {
     fwd_.execute(strm(), {{DNNL_ARG_SRC, mem(src_md_, x)},
                           {DNNL_ARG_DST, mem(dst_md_, y)},
                           {DNNL_ARG_WORKSPACE, ws_}});
     strm().wait();
   }
-  void backward(const float*, const float* dy, float* dx) override {
+  void backward(const Act*, const Act* dy, Act* dx) override {
     bwd_.execute(strm(), {{DNNL_ARG_DIFF_DST, mem(dst_md_, dy)},
                           {DNNL_ARG_WORKSPACE, ws_},
                           {DNNL_ARG_DIFF_SRC, mem(src_md_, dx)}});
@@ -273,19 +283,29 @@ class DnnlMaxPool final : public MaxPoolOp {
 
 class BlasLinear final : public LinearOp {
  public:
-  BlasLinear(int n, int in, int out) : n_(n), in_(in), out_(out) {}
-  void forward(const float* x, const float* w, const float* b, float* y) override {
+  BlasLinear(HostBackend& be, int n, int in, int out) : be_(be), n_(n), in_(in), out_(out) {}
+  void forward(const Act* xa, const float* w, const float* b, Act* ya) override {
+    const size_t ny = size_t(n_) * out_;
+    const float* x = be_.as_f32(xa, size_t(n_) * in_, xs_);
+    float* y = be_.f32_out(ya, ny, ys_);
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, n_, out_, in_, 1.f, x, in_, w, in_, 0.f, y,
                 out_);
     if (b)
       for (int i = 0; i < n_; ++i)
         for (int o = 0; o < out_; ++o) y[size_t(i) * out_ + o] += b[o];
+    be_.store(y, ya, ny);
   }
-  void backward(const float* x, const float* dy, const float* w, float* dx, float* dw,
+  void backward(const Act* xa, const Act* dya, const float* w, Act* dxa, float* dw,
                 float* db) override {
-    if (dx)
+    const size_t nx = size_t(n_) * in_;
+    const float* x = be_.as_f32(xa, nx, xs_);
+    const float* dy = be_.as_f32(dya, size_t(n_) * out_, ys_);
+    if (dxa) {
+      float* dx = be_.f32_out(dxa, nx, dxs_);
       cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n_, in_, out_, 1.f, dy, out_, w, in_,
                   0.f, dx, in_);
+      be_.store(dx, dxa, nx);
+    }
     cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, out_, in_, n_, 1.f, dy, out_, x, in_, 1.f,
                 dw, in_);
     if (db)
@@ -297,42 +317,51 @@ class BlasLinear final : public LinearOp {
   }
 
  private:
+  HostBackend& be_;
   int n_, in_, out_;
+  std::vector<float> xs_, ys_, dxs_;  // bf16 staging
 };
 
-class CpuBackend final : public Backend {
+class CpuBackend final : public HostBackend {
  public:
+  explicit CpuBackend(DType t) : HostBackend(t) {}
   std::string name() const override { return "cpu"; }
   std::unique_ptr<ConvOp> conv2d(const ConvShape& s) override {
-    return std::make_unique<DnnlConv>(s);
+    return std::make_unique<DnnlConv>(s, dtype());
   }
   std::unique_ptr<BatchNormOp> batchnorm(int n, int c, int h, int w, bool relu, float momentum,
                                          float eps) override {
-    return std::make_unique<DnnlBatchNorm>(n, c, h, w, relu, momentum, eps);
+    return std::make_unique<DnnlBatchNorm>(n, c, h, w, relu, momentum, eps, dtype());
   }
   std::unique_ptr<MaxPoolOp> maxpool(const PoolShape& s) override {
-    return std::make_unique<DnnlMaxPool>(s);
+    return std::make_unique<DnnlMaxPool>(s, dtype());
   }
   std::unique_ptr<LinearOp> linear(int n, int in, int out) override {
-    return std::make_unique<BlasLinear>(n, in, out);
+    return std::make_unique<BlasLinear>(*this, n, in, out);
   }
-  void relu_forward(const float* x, float* y, size_t count) override {
+  void relu_forward(const Act* x, Act* y, size_t count) override {
     Relu& r = relu(count);
     r.fwd.execute(strm(), {{DNNL_ARG_SRC, mem(r.md, x)}, {DNNL_ARG_DST, mem(r.md, y)}});
     strm().wait();
   }
-  void relu_backward(const float* y, const float* dy, float* dx, size_t count) override {
+  void relu_backward(const Act* y, const Act* dy, Act* dx, size_t count) override {
     Relu& r = relu(count);
     r.bwd.execute(strm(), {{DNNL_ARG_DST, mem(r.md, y)},
                            {DNNL_ARG_DIFF_DST, mem(r.md, dy)},
                            {DNNL_ARG_DIFF_SRC, mem(r.md, dx)}});
     strm().wait();
   }
-  void add(const float* a, const float* b, float* y, size_t count) override {
+  void add(const Act* a, const Act* b, Act* y, size_t count) override {
+    const float* af = as_f32(a, count, sa_);
+    const float* bf = as_f32(b, count, sb_);
+    float* out = f32_out(y, count, sy_);
 #pragma omp parallel for simd schedule(static) if (count > kParallelMin)
-    for (size_t i = 0; i < count; ++i) y[i] = a[i] + b[i];
+    for (size_t i = 0; i < count; ++i) out[i] = af[i] + bf[i];
+    store(out, y, count);
   }
-  void avgpool_forward(const float* x, float* y, int n, int c, int hw) override {
+  void avgpool_forward(const Act* xa, Act* ya, int n, int c, int hw) override {
+    const float* x = as_f32(xa, size_t(n) * c * hw, sa_);
+    float* y = f32_out(ya, size_t(n) * c, sy_);
 #pragma omp parallel for schedule(static) if (size_t(n) * c * hw > kParallelMin)
     for (int i = 0; i < n; ++i) {
       float* yi = y + size_t(i) * c;
@@ -343,13 +372,17 @@ class CpuBackend final : public Backend {
       }
       for (int ch = 0; ch < c; ++ch) yi[ch] /= float(hw);
     }
+    store(y, ya, size_t(n) * c);
   }
-  void avgpool_backward(const float* dy, float* dx, int n, int c, int hw) override {
+  void avgpool_backward(const Act* dya, Act* dxa, int n, int c, int hw) override {
+    const float* dy = as_f32(dya, size_t(n) * c, sa_);
+    float* dx = f32_out(dxa, size_t(n) * c * hw, sy_);
 #pragma omp parallel for schedule(static) if (size_t(n) * c * hw > kParallelMin)
     for (int i = 0; i < n; ++i)
       for (int p = 0; p < hw; ++p)
         for (int ch = 0; ch < c; ++ch)
           dx[(size_t(i) * hw + p) * c + ch] = dy[size_t(i) * c + ch] / float(hw);
+    store(dx, dxa, size_t(n) * c * hw);
   }
 
  private:
@@ -363,7 +396,7 @@ class CpuBackend final : public Backend {
     auto it = relu_.find(count);
     if (it != relu_.end()) return it->second;
     Relu r;
-    r.md = memory::desc({memory::dim(count)}, dt::f32, tag::a);
+    r.md = memory::desc({memory::dim(count)}, act_dt(dtype()), tag::a);
     dnnl::eltwise_forward::desc fd(dnnl::prop_kind::forward_training,
                                    dnnl::algorithm::eltwise_relu_use_dst_for_bwd, r.md, 0.f);
     dnnl::eltwise_forward::primitive_desc fpd(fd, eng());
@@ -373,12 +406,43 @@ class CpuBackend final : public Backend {
     return relu_.emplace(count, std::move(r)).first->second;
   }
   std::unordered_map<size_t, Relu> relu_;
+  std::vector<float> sa_, sb_, sy_;  // bf16 staging of the small ops
 };
+
+// Whether oneDNN (2.6) runs bf16 here: natively where the ISA has AVX512-BF16 (or AMX); on
+// plain AVX-512 by emulation; not at all below AVX-512 (its bf16 kernels need AVX-512).
+bool dnnl_bf16(bool native, std::string* why) {
+  const int isa = int(dnnl::get_effective_cpu_isa());
+  const int bf16_isa = int(dnnl::cpu_isa::avx512_core_bf16);
+  if ((isa & bf16_isa) == bf16_isa) return true;
+  if (!native) {
+    try {  // emulated bf16: can oneDNN make a bf16 convolution on this CPU at all?
+      memory::desc a({1, 8, 4, 4}, dt::bf16, tag::nhwc), w({8, 8, 3, 3}, dt::bf16, tag::any);
+      dnnl::convolution_forward::desc d(dnnl::prop_kind::forward_training,
+                                        dnnl::algorithm::convolution_direct, a, w, a, {1, 1},
+                                        {1, 1}, {1, 1});
+      dnnl::convolution_forward::primitive_desc pd(d, eng());
+      return true;
+    } catch (const dnnl::error&) {
+    }
+  }
+  if (why)
+    *why = native ? "this CPU has no native bf16 (oneDNN needs AVX512-BF16 or AMX)"
+                  : "oneDNN has no bf16 kernels for this CPU (they need AVX-512)";
+  return false;
+}
 
 }  // namespace
 
-std::unique_ptr<Backend> make_cpu_backend() {
-  return std::make_unique<CpuBackend>();
+std::unique_ptr<Backend> make_cpu_backend(DType dtype) {
+  return std::make_unique<CpuBackend>(dtype);
+}
+
+bool cpu_backend_supports(DType dtype, bool native, std::string* why) {
+  if (dtype == DType::f32) return true;
+  static const bool emulated = dnnl_bf16(false, nullptr), hardware = dnnl_bf16(true, nullptr);
+  if (native ? hardware : emulated) return true;
+  return dnnl_bf16(native, why);
 }
 
 }  // namespace sieve::nn

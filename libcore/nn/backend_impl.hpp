@@ -3,13 +3,53 @@
 #pragma once
 #include <cstddef>
 #include <memory>
+#include <string>
+#include <vector>
 
 #include "nn/backend.hpp"
 
 namespace sieve::nn {
 
-std::unique_ptr<Backend> make_ref_backend();
-std::unique_ptr<Backend> make_cpu_backend();
+// Factories of the backends for one activation dtype, and whether this machine supports it
+// (native: in hardware, not emulated; `why` says why not). Called only by the registry.
+std::unique_ptr<Backend> make_ref_backend(DType dtype);
+bool ref_backend_supports(DType dtype, bool native, std::string* why);
+std::unique_ptr<Backend> make_cpu_backend(DType dtype);
+bool cpu_backend_supports(DType dtype, bool native, std::string* why);
+// libcore/cuda/backend_cuda.cu (builds with CUDA only).
+std::unique_ptr<Backend> make_cuda_backend(DType dtype);
+bool cuda_backend_supports(DType dtype, bool native, std::string* why);
+
+// 64-byte aligned host memory (free with std::free); throws bad_alloc.
+void* host_allocate(size_t bytes);
+
+// What the host backends ("cpu", "ref") share: host memory, the model's edges, axpy, and the
+// bf16 <-> fp32 staging of ops that compute in fp32 on bf16 activations.
+class HostBackend : public Backend {
+ public:
+  explicit HostBackend(DType dtype) : dtype_(dtype) {}
+  DType dtype() const override { return dtype_; }
+  Device device() const override { return Device::cpu; }
+  void* allocate(size_t bytes) override;
+  void release(void* p) override;
+  void to_device(void* dst, const void* host_src, size_t bytes) override;
+  void to_host(void* host_dst, const void* src, size_t bytes) override;
+  void fill_zero(void* p, size_t bytes) override;
+  void load_input(const float* host_nchw, Act* y, int n, int c, int h, int w) override;
+  void act_to_host(const Act* x, float* host, size_t count) override;
+  void act_from_host(const float* host, Act* y, size_t count) override;
+  void axpy(float a, const float* x, float* y, size_t count) override;
+
+  // x as fp32: x itself for an fp32 backend, else decoded into scratch.
+  const float* as_f32(const Act* x, size_t count, std::vector<float>& scratch) const;
+  // Where to compute an fp32 result destined for y: y itself (fp32), else scratch; then
+  // store() rounds it into y (a no-op for fp32).
+  float* f32_out(Act* y, size_t count, std::vector<float>& scratch) const;
+  void store(const float* computed, Act* y, size_t count) const;
+
+ private:
+  DType dtype_;
+};
 
 // PyTorch's running-stat update from batch mean and biased variance over m samples:
 // r = (1 - momentum) * r + momentum * stat, with the variance made unbiased (m / (m - 1)).

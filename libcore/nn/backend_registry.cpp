@@ -1,5 +1,6 @@
-// The ONE place that knows which backends exist. A new backend (e.g. CUDA) adds its factory
-// declaration to backend_impl.hpp and one entry here.
+// The ONE place that knows which backends exist (and the only #ifdef of the engine: whether
+// this build has the CUDA backend). A new backend adds its factory declaration to
+// backend_impl.hpp and one entry here.
 #include <map>
 #include <mutex>
 
@@ -9,33 +10,82 @@
 namespace sieve::nn {
 
 namespace {
+
+#ifndef SIEVE_HAVE_CUDA
+// Builds without nvcc: the name is known, so the error says what is missing.
+bool cuda_not_built(DType, bool, std::string* why) {
+  if (why) *why = "this build has no CUDA backend (configure with nvcc on PATH, SIEVE_ENABLE_CUDA)";
+  return false;
+}
+std::unique_ptr<Backend> make_cuda_not_built(DType) {
+  return nullptr;
+}
+#endif
+
 struct Entry {
   const char* name;
-  std::unique_ptr<Backend> (*make)();
+  std::unique_ptr<Backend> (*make)(DType);
+  bool (*supports)(DType, bool native, std::string* why);
 };
 const Entry kBackends[] = {
-    {"cpu", &make_cpu_backend},
-    {"ref", &make_ref_backend},
+    {"cpu", &make_cpu_backend, &cpu_backend_supports},
+    {"ref", &make_ref_backend, &ref_backend_supports},
+#ifdef SIEVE_HAVE_CUDA
+    {"cuda", &make_cuda_backend, &cuda_backend_supports},
+#else
+    {"cuda", &make_cuda_not_built, &cuda_not_built},
+#endif
 };
-}  // namespace
 
-Backend& backend(const std::string& name) {
-  static std::mutex mu;
-  static std::map<std::string, std::unique_ptr<Backend>> made;
-  std::lock_guard<std::mutex> lock(mu);
-  auto it = made.find(name);
-  if (it != made.end()) return *it->second;
+const Entry& entry(const std::string& name) {
   for (const Entry& e : kBackends)
-    if (name == e.name) return *(made[name] = e.make());
+    if (name == e.name) return e;
   std::string known;
   for (const Entry& e : kBackends) known += (known.empty() ? "" : ", ") + std::string(e.name);
   throw UsageError(cat("nn backend '", name, "': unknown; expected one of ", known));
+}
+
+}  // namespace
+
+bool backend_supports(const std::string& name, DType dtype, bool native, std::string* why) {
+  return entry(name).supports(dtype, native, why);
+}
+
+Backend& backend(const std::string& name, DType dtype) {
+  static std::mutex mu;
+  static std::map<std::pair<std::string, DType>, std::unique_ptr<Backend>> made;
+  std::lock_guard<std::mutex> lock(mu);
+  auto key = std::make_pair(name, dtype);
+  auto it = made.find(key);
+  if (it != made.end()) return *it->second;
+  const Entry& e = entry(name);
+  std::string why;
+  if (!e.supports(dtype, false, &why))
+    throw UsageError(cat("nn backend '", name, "' with ", dtype_name(dtype), ": ", why));
+  return *(made[key] = e.make(dtype));
 }
 
 std::vector<std::string> backend_names() {
   std::vector<std::string> out;
   for (const Entry& e : kBackends) out.push_back(e.name);
   return out;
+}
+
+DType resolve_precision(const std::string& precision, const std::string& name,
+                        const std::string& key, std::string* note) {
+  if (precision == "fp32") return DType::f32;
+  std::string why;
+  if (precision == "bf16") {
+    if (!backend_supports(name, DType::bf16, false, &why))
+      throw UsageError(cat(key, ": bf16 on backend '", name, "': ", why,
+                           "; use fp32 or auto"));
+    return DType::bf16;
+  }
+  if (precision != "auto")
+    throw UsageError(cat(key, ": expected auto, bf16 or fp32, got '", precision, "'"));
+  if (backend_supports(name, DType::bf16, true, &why)) return DType::bf16;
+  if (note) *note = cat(key, ": auto -> fp32 (", why, ")");
+  return DType::f32;
 }
 
 }  // namespace sieve::nn

@@ -4,7 +4,7 @@
 
 namespace sieve::nn {
 
-const float* Layer::forward(const float* x, const Shape4& in, bool training) {
+const Act* Layer::forward(const Act* x, const Shape4& in, bool training) {
   SIEVE_ASSERT(x != nullptr && in.n > 0, "layer forward needs a non-empty input");
   if (channels_ >= 0) {
     long got = flat_ ? long(in.c) * in.h * in.w : in.c;
@@ -22,15 +22,15 @@ const float* Layer::forward(const float* x, const Shape4& in, bool training) {
   x_ = x;
   trained_ = training;
   forward_impl(x, training);
-  return y_.data();
+  return y_.raw();
 }
 
-const float* Layer::backward(const float* dy) {
+const Act* Layer::backward(const Act* dy) {
   SIEVE_ASSERT(trained_ && x_ != nullptr, "layer backward needs a training forward first");
   SIEVE_ASSERT(dy != nullptr);
   if (need_dx_ && dx_.size() != in_.size()) dx_.resize({in_.n, in_.c, in_.h, in_.w});
   backward_impl(dy);
-  return need_dx_ ? dx_.data() : nullptr;
+  return need_dx_ ? dx_.raw() : nullptr;
 }
 
 size_t Layer::reg(ParamSink& sink, const std::string& name, std::vector<int64_t> shape, bool bnb) {
@@ -53,12 +53,12 @@ Shape4 Conv2d::output_shape(const Shape4& in) const {
 void Conv2d::reshape() {
   op_ = be_.conv2d({in_.n, in_.c, in_.h, in_.w, cout, kernel, kernel, stride, pad});
 }
-void Conv2d::forward_impl(const float* x, bool) {
-  op_->forward(x, p(w_), y_.data());
+void Conv2d::forward_impl(const Act* x, bool) {
+  op_->forward(x, p(w_), y_.raw());
 }
-void Conv2d::backward_impl(const float* dy) {
+void Conv2d::backward_impl(const Act* dy) {
   op_->backward_weights(x_, dy, g(w_));
-  if (need_dx_) op_->backward_data(dy, p(w_), dx_.data());
+  if (need_dx_) op_->backward_data(dy, p(w_), dx_.raw());
 }
 
 // ---- BatchNorm2d ----
@@ -67,23 +67,38 @@ BatchNorm2d::BatchNorm2d(Backend& be, ParamSink& sink, const std::string& name, 
     : Layer(be, c),
       name_(name),
       relu_(fuse_relu),
-      run_mean_(c, 0.f),
-      run_var_(c, 1.f),
-      tracked_(1, 0.f) {
+      run_mean_(be, DType::f32),
+      run_var_(be, DType::f32),
+      tracked_(be, DType::f32) {
   gamma_ = reg(sink, name + ".weight", {c}, true);
   beta_ = reg(sink, name + ".bias", {c}, true);
+  run_mean_.resize({c});
+  run_var_.resize({c});
+  tracked_.resize({1});
+  const std::vector<float> zeros(c, 0.f), ones(c, 1.f);
+  be.to_device(run_mean_.raw(), zeros.data(), c * sizeof(float));
+  be.to_device(run_var_.raw(), ones.data(), c * sizeof(float));
+  tracked_.zero();
 }
 void BatchNorm2d::reshape() {
   op_ = be_.batchnorm(in_.n, in_.c, in_.h, in_.w, relu_, 0.1f, 1e-5f);
 }
-void BatchNorm2d::forward_impl(const float* x, bool training) {
+void BatchNorm2d::forward_impl(const Act* x, bool training) {
   SIEVE_CHECK(!training || size_t(in_.n) * in_.h * in_.w > 1, "BatchNorm2d '", name_,
               "': training needs more than 1 value per channel");
-  op_->forward(x, p(gamma_), p(beta_), run_mean_.data(), run_var_.data(), y_.data(), training);
-  if (training) tracked_[0] += 1.f;
+  op_->forward(x, p(gamma_), p(beta_), run_mean_.data(), run_var_.data(), y_.raw(), training);
+  if (training) {  // a counter in a float on the device: one tiny axpy from a device 1
+    if (!one_) {
+      one_ = std::make_unique<Tensor>(be_, DType::f32);
+      one_->resize({1});
+      const float v = 1.f;
+      be_.to_device(one_->raw(), &v, sizeof v);
+    }
+    be_.axpy(1.f, one_->data(), tracked_.data(), 1);
+  }
 }
-void BatchNorm2d::backward_impl(const float* dy) {
-  op_->backward(x_, y_.data(), dy, p(gamma_), dx_.data(), g(gamma_), g(beta_));
+void BatchNorm2d::backward_impl(const Act* dy) {
+  op_->backward(x_, y_.raw(), dy, p(gamma_), dx_.raw(), g(gamma_), g(beta_));
 }
 void BatchNorm2d::buffers(std::vector<BufferInfo>& out) {
   int64_t c = channels_;
@@ -93,11 +108,11 @@ void BatchNorm2d::buffers(std::vector<BufferInfo>& out) {
 }
 
 // ---- ReLU ----
-void ReLU::forward_impl(const float* x, bool) {
-  be_.relu_forward(x, y_.data(), in_.size());
+void ReLU::forward_impl(const Act* x, bool) {
+  be_.relu_forward(x, y_.raw(), in_.size());
 }
-void ReLU::backward_impl(const float* dy) {
-  be_.relu_backward(y_.data(), dy, dx_.data(), in_.size());
+void ReLU::backward_impl(const Act* dy) {
+  be_.relu_backward(y_.raw(), dy, dx_.raw(), in_.size());
 }
 
 // ---- MaxPool2d ----
@@ -108,19 +123,19 @@ Shape4 MaxPool2d::output_shape(const Shape4& in) const {
 void MaxPool2d::reshape() {
   op_ = be_.maxpool({in_.n, in_.c, in_.h, in_.w, kernel_, stride_, pad_});
 }
-void MaxPool2d::forward_impl(const float* x, bool training) {
-  op_->forward(x, y_.data(), training);
+void MaxPool2d::forward_impl(const Act* x, bool training) {
+  op_->forward(x, y_.raw(), training);
 }
-void MaxPool2d::backward_impl(const float* dy) {
-  op_->backward(x_, dy, dx_.data());
+void MaxPool2d::backward_impl(const Act* dy) {
+  op_->backward(x_, dy, dx_.raw());
 }
 
 // ---- GlobalAvgPool ----
-void GlobalAvgPool::forward_impl(const float* x, bool) {
-  be_.avgpool_forward(x, y_.data(), in_.n, in_.c, in_.h * in_.w);
+void GlobalAvgPool::forward_impl(const Act* x, bool) {
+  be_.avgpool_forward(x, y_.raw(), in_.n, in_.c, in_.h * in_.w);
 }
-void GlobalAvgPool::backward_impl(const float* dy) {
-  be_.avgpool_backward(dy, dx_.data(), in_.n, in_.c, in_.h * in_.w);
+void GlobalAvgPool::backward_impl(const Act* dy) {
+  be_.avgpool_backward(dy, dx_.raw(), in_.n, in_.c, in_.h * in_.w);
 }
 
 // ---- Linear ----
@@ -133,11 +148,11 @@ Linear::Linear(Backend& be, ParamSink& sink, const std::string& name, int in, in
 void Linear::reshape() {
   op_ = be_.linear(in_.n, in_f_, out_f_);
 }
-void Linear::forward_impl(const float* x, bool) {
-  op_->forward(x, p(w_), p(b_), y_.data());
+void Linear::forward_impl(const Act* x, bool) {
+  op_->forward(x, p(w_), p(b_), y_.raw());
 }
-void Linear::backward_impl(const float* dy) {
-  op_->backward(x_, dy, p(w_), need_dx_ ? dx_.data() : nullptr, g(w_), g(b_));
+void Linear::backward_impl(const Act* dy) {
+  op_->backward(x_, dy, p(w_), need_dx_ ? dx_.raw() : nullptr, g(w_), g(b_));
 }
 
 }  // namespace sieve::nn

@@ -6,6 +6,9 @@
 // keeps a pointer to its input from forward to backward, so the caller must keep the input
 // alive until backward (true for the models here: every input is a previous layer's output).
 //
+// Activations (and their gradients) are `Act` buffers of the backend's dtype on its device;
+// layers never look inside them.
+//
 // Parameters live in the model's flat buffers: a layer registers its parameters through a
 // ParamSink at construction (getting offsets) and receives the base pointers once the buffers
 // exist (bind). Parameter gradients accumulate (+=), activation gradients overwrite.
@@ -39,10 +42,10 @@ class Layer {
  public:
   virtual ~Layer() = default;
   // x: [in.n, in.c, in.h, in.w] NHWC. Returns the output (owned by the layer).
-  const float* forward(const float* x, const Shape4& in, bool training);
+  const Act* forward(const Act* x, const Shape4& in, bool training);
   // dy: gradient of the output of the last training forward. Returns dx (owned by the layer),
   // or nullptr if the layer was built with need_dx = false (a network's first layer).
-  const float* backward(const float* dy);
+  const Act* backward(const Act* dy);
 
   Shape4 in_shape() const { return in_; }
   Shape4 out_shape() const { return out_; }
@@ -54,9 +57,10 @@ class Layer {
   void set_need_dx(bool v) { need_dx_ = v; }
 
  protected:
-  Layer(Backend& be, int channels) : be_(be), channels_(channels) {}
-  virtual void forward_impl(const float* x, bool training) = 0;
-  virtual void backward_impl(const float* dy) = 0;
+  Layer(Backend& be, int channels)
+      : be_(be), channels_(channels), y_(be, be.dtype()), dx_(be, be.dtype()) {}
+  virtual void forward_impl(const Act* x, bool training) = 0;
+  virtual void backward_impl(const Act* dy) = 0;
   // Called when the input shape changes (e.g. a new batch size): recreate ops for in_.
   virtual void reshape() {}
   size_t reg(ParamSink& sink, const std::string& name, std::vector<int64_t> shape, bool bnb);
@@ -67,7 +71,7 @@ class Layer {
   int channels_;  // expected input channels (-1: any), or c*h*w when flat_ (Linear)
   bool flat_ = false;
   Shape4 in_, out_;
-  const float* x_ = nullptr;
+  const Act* x_ = nullptr;
   Tensor y_, dx_;
   bool need_dx_ = true, trained_ = false;
   float* params_ = nullptr;
@@ -84,8 +88,8 @@ class Conv2d final : public Layer {
   int cin, cout, kernel, stride, pad;
 
  private:
-  void forward_impl(const float* x, bool training) override;
-  void backward_impl(const float* dy) override;
+  void forward_impl(const Act* x, bool training) override;
+  void backward_impl(const Act* dy) override;
   void reshape() override;
   size_t w_;
   std::unique_ptr<ConvOp> op_;
@@ -100,13 +104,14 @@ class BatchNorm2d final : public Layer {
   void buffers(std::vector<BufferInfo>& out);
 
  private:
-  void forward_impl(const float* x, bool training) override;
-  void backward_impl(const float* dy) override;
+  void forward_impl(const Act* x, bool training) override;
+  void backward_impl(const Act* dy) override;
   void reshape() override;
   std::string name_;
   bool relu_;
   size_t gamma_, beta_;
-  std::vector<float> run_mean_, run_var_, tracked_;
+  Tensor run_mean_, run_var_, tracked_;  // fp32 on the backend's device
+  std::unique_ptr<Tensor> one_;           // a device 1.0f: tracked_ += 1 by axpy
   std::unique_ptr<BatchNormOp> op_;
 };
 
@@ -116,8 +121,8 @@ class ReLU final : public Layer {
   Shape4 output_shape(const Shape4& in) const override { return in; }
 
  private:
-  void forward_impl(const float* x, bool training) override;
-  void backward_impl(const float* dy) override;
+  void forward_impl(const Act* x, bool training) override;
+  void backward_impl(const Act* dy) override;
 };
 
 class MaxPool2d final : public Layer {
@@ -127,8 +132,8 @@ class MaxPool2d final : public Layer {
   Shape4 output_shape(const Shape4& in) const override;
 
  private:
-  void forward_impl(const float* x, bool training) override;
-  void backward_impl(const float* dy) override;
+  void forward_impl(const Act* x, bool training) override;
+  void backward_impl(const Act* dy) override;
   void reshape() override;
   int kernel_, stride_, pad_;
   std::unique_ptr<MaxPoolOp> op_;
@@ -141,8 +146,8 @@ class GlobalAvgPool final : public Layer {
   Shape4 output_shape(const Shape4& in) const override { return {in.n, in.c, 1, 1}; }
 
  private:
-  void forward_impl(const float* x, bool training) override;
-  void backward_impl(const float* dy) override;
+  void forward_impl(const Act* x, bool training) override;
+  void backward_impl(const Act* dy) override;
 };
 
 // Fully connected: input [n, in] (any [n, c, h, w] with c*h*w == in, flattened in memory
@@ -153,8 +158,8 @@ class Linear final : public Layer {
   Shape4 output_shape(const Shape4& in) const override { return {in.n, out_f_, 1, 1}; }
 
  private:
-  void forward_impl(const float* x, bool training) override;
-  void backward_impl(const float* dy) override;
+  void forward_impl(const Act* x, bool training) override;
+  void backward_impl(const Act* dy) override;
   void reshape() override;
   int in_f_, out_f_;
   size_t w_, b_;

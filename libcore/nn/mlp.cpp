@@ -12,7 +12,8 @@ namespace {
 class Mlp final : public Model, public ParamSink {
  public:
   explicit Mlp(const ModelSpec& s) : Model(s) {
-    Backend& be = backend(s.backend);
+    Backend& be = nn::backend(s.backend, s.dtype);
+    input_ = Tensor(be, be.dtype());
     int in = int(input_size());
     if (in < 1) throw UsageError(cat("model input size: expected >= 1 features, got ", in));
     int i = 1;
@@ -25,12 +26,12 @@ class Mlp final : public Model, public ParamSink {
     fcs_.push_back(std::make_unique<Linear>(be, *this, cat("fc", i), in, s.num_classes));
     fcs_.front()->set_need_dx(false);
     feature_dim_ = in;
-    finalize_params();
+    finalize_params(be);
     for (auto& l : fcs_) l->bind(params(), grads());
   }
 
   std::vector<BufferInfo> buffers() override { return {}; }
-  const float* features() const override { return features_; }
+  const Act* features_act() const override { return features_; }
   int feature_dim() const override { return feature_dim_; }
 
  private:
@@ -38,20 +39,22 @@ class Mlp final : public Model, public ParamSink {
     return add_param(name, std::move(shape), bnb);
   }
 
-  const float* forward_impl(const float* x, int n, bool training) override {
+  const Act* forward_impl(const float* x, int n, bool training) override {
     Shape4 shape{n, int(input_size()), 1, 1};
-    const float* a = x;
+    input_.resize({n, shape.c});
+    backend_->load_input(x, input_.raw(), n, shape.c, 1, 1);
+    const Act* a = input_.raw();
     for (size_t i = 0; i < fcs_.size(); ++i) {
       a = fcs_[i]->forward(a, shape, training);
       shape = fcs_[i]->out_shape();
       if (i < relus_.size()) a = features_ = relus_[i]->forward(a, shape, training);
     }
-    if (relus_.empty()) features_ = x;  // no hidden layer: the input is the feature
+    if (relus_.empty()) features_ = input_.raw();  // no hidden layer: the input is the feature
     return a;
   }
 
-  void backward_impl(const float* dlogits) override {
-    const float* d = dlogits;
+  void backward_impl(const Act* dlogits) override {
+    const Act* d = dlogits;
     for (size_t i = fcs_.size(); i-- > 0;) {
       if (i < relus_.size()) d = relus_[i]->backward(d);
       d = fcs_[i]->backward(d);
@@ -61,7 +64,8 @@ class Mlp final : public Model, public ParamSink {
 
   std::vector<std::unique_ptr<Linear>> fcs_;
   std::vector<std::unique_ptr<ReLU>> relus_;
-  const float* features_ = nullptr;
+  Tensor input_;
+  const Act* features_ = nullptr;
   int feature_dim_ = 0;
 };
 

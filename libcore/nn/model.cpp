@@ -21,21 +21,53 @@ const float* Model::forward(const float* x, int n, bool training) {
   SIEVE_ASSERT(x != nullptr && n > 0, "Model::forward needs a non-empty batch, got n=", n);
   last_n_ = n;
   last_training_ = training;
-  return forward_impl(x, n, training);
+  const void* logits = forward_impl(x, n, training);
+  logits_host_.resize(size_t(n) * spec_.num_classes);
+  backend_->act_to_host(logits, logits_host_.data(), logits_host_.size());
+  return logits_host_.data();
+}
+
+const float* Model::features() {
+  SIEVE_ASSERT(last_n_ > 0, "Model::features needs a forward first");
+  features_host_.resize(size_t(last_n_) * feature_dim());
+  backend_->act_to_host(features_act(), features_host_.data(), features_host_.size());
+  return features_host_.data();
 }
 
 void Model::backward(const float* dlogits) {
   SIEVE_ASSERT(dlogits != nullptr);
   SIEVE_ASSERT(last_training_, "Model::backward needs a forward with training=true first");
-  backward_impl(dlogits);
+  dlogits_.resize({last_n_, spec_.num_classes});
+  backend_->act_from_host(dlogits, dlogits_.raw(), dlogits_.size());
+  backward_impl(dlogits_.raw());
 }
 
 void Model::zero_grad() {
-  std::fill(grads_.begin(), grads_.end(), 0.f);
+  grads_.zero();
+}
+
+std::vector<float> Model::params_to_host() const {
+  std::vector<float> out(num_params());
+  backend_->to_host(out.data(), params_.raw(), params_.bytes());
+  return out;
+}
+std::vector<float> Model::grads_to_host() const {
+  std::vector<float> out(num_params());
+  backend_->to_host(out.data(), grads_.raw(), grads_.bytes());
+  return out;
+}
+void Model::params_from_host(const float* host) {
+  backend_->to_device(params_.raw(), host, params_.bytes());
+}
+void Model::buffer_to_host(const BufferInfo& b, float* host) const {
+  backend_->to_host(host, b.data, b.size * sizeof(float));
+}
+void Model::buffer_from_host(const BufferInfo& b, const float* host) {
+  backend_->to_device(b.data, host, b.size * sizeof(float));
 }
 
 size_t Model::add_param(const std::string& name, std::vector<int64_t> shape, bool bnb) {
-  SIEVE_ASSERT(params_.empty(), "add_param after finalize_params");
+  SIEVE_ASSERT(backend_ == nullptr, "add_param after finalize_params");
   ParamInfo p;
   p.name = name;
   p.offset = next_offset_;
@@ -48,9 +80,15 @@ size_t Model::add_param(const std::string& name, std::vector<int64_t> shape, boo
   return info_.back().offset;
 }
 
-void Model::finalize_params() {
-  params_.assign(next_offset_, 0.f);
-  grads_.assign(next_offset_, 0.f);
+void Model::finalize_params(Backend& be) {
+  backend_ = &be;
+  params_ = Tensor(be, DType::f32);
+  grads_ = Tensor(be, DType::f32);
+  dlogits_ = Tensor(be, be.dtype());
+  params_.resize({int64_t(next_offset_)});
+  grads_.resize({int64_t(next_offset_)});
+  params_.zero();
+  grads_.zero();
 }
 
 // ---- init ----
@@ -76,7 +114,8 @@ struct Rng {
 void init_params(Model& model, uint64_t seed) {
   std::map<std::string, const ParamInfo*> by_name;
   for (const ParamInfo& p : model.param_info()) by_name[p.name] = &p;
-  float* P = model.params();
+  std::vector<float> host(model.num_params(), 0.f);
+  float* P = host.data();
   for (size_t i = 0; i < model.param_info().size(); ++i) {
     const ParamInfo& p = model.param_info()[i];
     Rng rng{seed ^ (0xA0761D6478BD642Full * (i + 1))};  // one stream per parameter
@@ -96,9 +135,10 @@ void init_params(Model& model, uint64_t seed) {
       std::fill(d, d + p.size, is_bias ? 0.f : 1.f);
     }
   }
+  model.params_from_host(host.data());
   for (BufferInfo& b : model.buffers()) {
-    float v = b.name.ends_with("running_var") ? 1.f : 0.f;
-    std::fill(b.data, b.data + b.size, v);
+    const std::vector<float> v(b.size, b.name.ends_with("running_var") ? 1.f : 0.f);
+    model.buffer_from_host(b, v.data());
   }
   model.zero_grad();
 }
@@ -135,7 +175,7 @@ std::unique_ptr<Model> make_model(const ModelSpec& spec) {
   if (spec.num_classes < 1)
     throw UsageError(cat("model num_classes: expected >= 1, got ", spec.num_classes));
   if (!(spec.width > 0)) throw UsageError(cat("model width: expected > 0, got ", spec.width));
-  backend(spec.backend);  // validates the name
+  backend(spec.backend, spec.dtype);  // validates the name and the dtype on this machine
   if (spec.arch == "mlp") return make_mlp(spec);
   if (spec.arch.starts_with("resnet")) return make_resnet(spec);
   throw UsageError(cat("model arch '", spec.arch,

@@ -2,14 +2,17 @@
 // (libcore/train: optimizers, data-parallel gradient reduction, checkpoints).
 //
 // What the trainer sees of a model:
-//   * ONE flat float buffer of parameters and ONE of gradients with the same layout. Each
+//   * ONE flat fp32 buffer of parameters and ONE of gradients with the same layout, on the
+//     backend's device (host memory for "cpu"/"ref"; params_to_host/params_from_host copy). Each
 //     parameter is a named slice (ParamInfo) whose name is the torchvision state_dict name, so
 //     checkpoints are interchangeable with PyTorch by name and shape, and optimizers (LARS/LAMB)
 //     can treat BN weights and biases differently. One buffer means one allreduce / one
 //     optimizer loop over contiguous memory.
 //   * Non-trainable state (BN running mean/var, num_batches_tracked) as BufferInfo views, for
 //     checkpoints and for broadcasting from rank 0.
-//   * forward(x) -> logits, backward(dlogits) -> grads accumulate into grads(). While backward
+//   * forward(x) -> logits, backward(dlogits) -> grads accumulate into grads(); x, logits,
+//     dlogits and features are host fp32 whatever the device and activation dtype (the
+//     backend converts at the edges: Backend::load_input / act_to_host). While backward
 //     runs, a hook reports which gradient ranges are final (last layer first), so gradient
 //     buckets can be reduced while the rest of backward still runs (overlap).
 //
@@ -27,7 +30,11 @@
 #include <string>
 #include <vector>
 
+#include "nn/tensor.hpp"
+
 namespace sieve::nn {
+
+class Backend;
 
 // What to build. Filled from config (pretrain section) by the trainer.
 struct ModelSpec {
@@ -42,7 +49,9 @@ struct ModelSpec {
   int in_features = 0;  // > 0: tabular input [N, F] (MLP only; images are flattened otherwise)
   std::vector<int> mlp_hidden = {256};  // MLP hidden widths: {256} = 2 FC layers (fc1, fc2)
   std::string backend = "cpu";  // op backend: "cpu" (oneDNN + OpenBLAS), "ref" (naive loops,
-                                // for tests); see backend.hpp for the list
+                                // for tests), "cuda"; see backend.hpp for the list
+  DType dtype = DType::f32;     // activation dtype (bf16: mixed precision, fp32 master
+                                // weights); resolve_precision() maps the config's precision
 };
 
 // One named parameter inside the flat params()/grads() buffers.
@@ -58,7 +67,7 @@ struct ParamInfo {
 // as one float holding an integer count; PyTorch stores int64 — converters cast by name).
 struct BufferInfo {
   std::string name;  // "bn1.running_mean", "layer1.0.bn1.num_batches_tracked"
-  float* data = nullptr;
+  float* data = nullptr;  // on the model's device (buffer_to_host / buffer_from_host copy)
   size_t size = 0;
   std::vector<int64_t> shape;
 };
@@ -68,16 +77,27 @@ class Model {
  public:
   virtual ~Model() = default;
 
+  // Device pointers (host memory on the CPU backends).
   float* params() { return params_.data(); }  // [num_params], layout: param_info()
   float* grads() { return grads_.data(); }    // [num_params], same layout
   const float* params() const { return params_.data(); }
   const float* grads() const { return grads_.data(); }
   size_t num_params() const { return params_.size(); }
+  // Host copies of the flat buffers and of one BufferInfo (plain copies on the CPU).
+  std::vector<float> params_to_host() const;
+  std::vector<float> grads_to_host() const;
+  void params_from_host(const float* host);  // num_params() floats
+  void buffer_to_host(const BufferInfo& b, float* host) const;
+  void buffer_from_host(const BufferInfo& b, const float* host);
+
+  Backend& backend() const { return *backend_; }
+  Device device() const { return params_.device(); }
+  DType dtype() const { return spec_.dtype; }
   const std::vector<ParamInfo>& param_info() const { return info_; }
   virtual std::vector<BufferInfo> buffers() = 0;  // views into the model's own storage
 
-  // x: [n, C, H, W] float NCHW (or [n, F] tabular); returns logits [n, num_classes], owned by
-  // the model and valid until the next forward. training=true: BN uses batch statistics and
+  // x: [n, C, H, W] host float NCHW (or [n, F] tabular); returns host logits
+  // [n, num_classes] in fp32, owned by the model and valid until the next forward. training=true: BN uses batch statistics and
   // updates running stats (momentum 0.1, unbiased running var, as PyTorch); caches what
   // backward needs. training=false: BN uses running stats.
   const float* forward(const float* x, int n, bool training);
@@ -95,8 +115,9 @@ class Model {
   void zero_grad();
 
   // Penultimate activations [n, feature_dim] of the last forward (after global pooling for
-  // ResNets, after the last hidden ReLU for the MLP): the embedding the filter stage uses.
-  virtual const float* features() const = 0;
+  // ResNets, after the last hidden ReLU for the MLP), as host fp32: the embedding the filter
+  // stage uses. Valid until the next forward or features() call.
+  const float* features();
   virtual int feature_dim() const = 0;
   int num_classes() const { return spec_.num_classes; }
   const ModelSpec& spec() const { return spec_; }
@@ -107,12 +128,15 @@ class Model {
 
  protected:
   explicit Model(ModelSpec spec) : spec_(std::move(spec)) {}
-  virtual const float* forward_impl(const float* x, int n, bool training) = 0;
-  virtual void backward_impl(const float* dlogits) = 0;
+  // x is the host input (the model loads it with Backend::load_input); returns the logits
+  // activations. backward_impl gets the dlogits activations.
+  virtual const void* forward_impl(const float* x, int n, bool training) = 0;
+  virtual void backward_impl(const void* dlogits) = 0;
+  virtual const void* features_act() const = 0;
   // Subclasses register parameters while building; returns the offset in floats.
   size_t add_param(const std::string& name, std::vector<int64_t> shape, bool is_bn_or_bias);
-  // Called once after all add_param calls: allocates params_/grads_ (zeroed).
-  void finalize_params();
+  // Called once after all add_param calls: allocates params_/grads_ (zeroed) on be's device.
+  void finalize_params(Backend& be);
   // Reports a layer's parameter slices to the hook, last slice first.
   void grad_ready(const std::vector<std::pair<size_t, size_t>>& ranges) {
     if (hook_)
@@ -121,7 +145,10 @@ class Model {
 
   ModelSpec spec_;
   std::vector<ParamInfo> info_;
-  std::vector<float> params_, grads_;
+  Backend* backend_ = nullptr;
+  Tensor params_, grads_;                       // fp32, on the backend's device
+  Tensor dlogits_;                              // activations of the backend's dtype
+  std::vector<float> logits_host_, features_host_;
   std::function<void(size_t, size_t)> hook_;
   int last_n_ = 0;
   bool last_training_ = false;

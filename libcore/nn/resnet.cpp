@@ -2,7 +2,8 @@
 // torchvision "v1.5"), CIFAR or ImageNet stem, width multiplier, any input size. Parameter
 // names and order match torchvision's state_dict.
 //
-// Data flow: the NCHW input is transposed once to NHWC; every layer then stays NHWC. BN is
+// Data flow: the host NCHW fp32 input is transposed once to NHWC activations of the
+// backend's dtype (Backend::load_input); every layer then stays NHWC. BN is
 // fused with the ReLU that follows it, except the last BN of each block (ReLU after the add).
 #include <cmath>
 #include <memory>
@@ -22,7 +23,7 @@ class Block {
  public:
   Block(Backend& be, ParamSink& sink, const std::string& name, int cin, int planes, int stride,
         bool bottleneck)
-      : be_(be), relu_(be) {
+      : be_(be), relu_(be), sum_(be, be.dtype()), dx_(be, be.dtype()) {
     int expansion = bottleneck ? 4 : 1, cout = planes * expansion;
     struct Step {
       int cin, cout, k, stride;
@@ -59,15 +60,15 @@ class Block {
     if (ds_bn_) ds_bn_->buffers(out);
   }
 
-  const float* forward(const float* x, const Shape4& in, bool training) {
-    const float* a = x;
+  const Act* forward(const Act* x, const Shape4& in, bool training) {
+    const Act* a = x;
     Shape4 s = in;
     for (size_t i = 0; i < convs_.size(); ++i) {
       a = convs_[i]->forward(a, s, training);
       a = bns_[i]->forward(a, convs_[i]->out_shape(), training);
       s = bns_[i]->out_shape();
     }
-    const float* shortcut = x;
+    const Act* shortcut = x;
     if (ds_conv_) {
       shortcut = ds_conv_->forward(x, in, training);
       shortcut = ds_bn_->forward(shortcut, ds_conv_->out_shape(), training);
@@ -75,21 +76,21 @@ class Block {
     out_ = s;
     in_ = in;
     sum_.resize({s.n, s.c, s.h, s.w});
-    be_.add(a, shortcut, sum_.data(), s.size());
-    return relu_.forward(sum_.data(), s, training);
+    be_.add(a, shortcut, sum_.raw(), s.size());
+    return relu_.forward(sum_.raw(), s, training);
   }
   Shape4 out_shape() const { return out_; }
 
   // Returns dx; reports each layer whose gradients are final, shortcut first (its parameters
   // come last in the flat buffer).
-  const float* backward(const float* dy, const Hook& ready) {
-    const float* dsum = relu_.backward(dy);
-    const float* dshort = dsum;
+  const Act* backward(const Act* dy, const Hook& ready) {
+    const Act* dsum = relu_.backward(dy);
+    const Act* dshort = dsum;
     if (ds_conv_) {
       dshort = ds_conv_->backward(ds_bn_->backward(dsum));
       ready(*ds_bn_), ready(*ds_conv_);
     }
-    const float* d = dsum;
+    const Act* d = dsum;
     for (size_t i = convs_.size(); i-- > 0;) {
       d = bns_[i]->backward(d);
       ready(*bns_[i]);
@@ -97,8 +98,8 @@ class Block {
       ready(*convs_[i]);
     }
     dx_.resize({in_.n, in_.c, in_.h, in_.w});
-    be_.add(d, dshort, dx_.data(), in_.size());
-    return dx_.data();
+    be_.add(d, dshort, dx_.raw(), in_.size());
+    return dx_.raw();
   }
 
  private:
@@ -136,7 +137,8 @@ class ResNet final : public Model, public ParamSink {
       throw UsageError(
           cat("model input: resnet needs an image input (in_channels, in_height, "
               "in_width >= 1, in_features 0)"));
-    Backend& be = backend(s.backend);
+    Backend& be = nn::backend(s.backend, s.dtype);
+    input_ = Tensor(be, be.dtype());
     auto w = [&](int base) { return std::max(1, int(std::lround(base * s.width))); };
     int c = w(64);
     if (s.stem == "cifar") {
@@ -158,7 +160,7 @@ class ResNet final : public Model, public ParamSink {
     avgpool_ = std::make_unique<GlobalAvgPool>(be);
     feature_dim_ = c;
     fc_ = std::make_unique<Linear>(be, *this, "fc", c, s.num_classes);
-    finalize_params();
+    finalize_params(be);
     for (Layer* l : all_layers()) l->bind(params(), grads());
   }
 
@@ -168,7 +170,7 @@ class ResNet final : public Model, public ParamSink {
     for (auto& b : blocks_) b->buffers(out);
     return out;
   }
-  const float* features() const override { return features_; }
+  const Act* features_act() const override { return features_; }
   int feature_dim() const override { return feature_dim_; }
 
  private:
@@ -183,17 +185,11 @@ class ResNet final : public Model, public ParamSink {
     return out;
   }
 
-  const float* forward_impl(const float* x, int n, bool training) override {
+  const Act* forward_impl(const float* x, int n, bool training) override {
     const int C = spec_.in_channels, H = spec_.in_height, W = spec_.in_width;
     input_.resize({n, C, H, W});
-    float* t = input_.data();
-    const size_t plane = size_t(H) * W;
-#pragma omp parallel for schedule(static) if (input_.size() > (1u << 15))
-    for (int i = 0; i < n; ++i)  // NCHW -> NHWC
-      for (int c = 0; c < C; ++c)
-        for (size_t p = 0; p < plane; ++p)
-          t[(size_t(i) * plane + p) * C + c] = x[(size_t(i) * C + c) * plane + p];
-    const float* a = conv1_->forward(t, {n, C, H, W}, training);
+    backend_->load_input(x, input_.raw(), n, C, H, W);  // host NCHW fp32 -> NHWC activations
+    const Act* a = conv1_->forward(input_.raw(), {n, C, H, W}, training);
     a = bn1_->forward(a, conv1_->out_shape(), training);
     Shape4 s = bn1_->out_shape();
     if (pool_) a = pool_->forward(a, s, training), s = pool_->out_shape();
@@ -202,9 +198,9 @@ class ResNet final : public Model, public ParamSink {
     return fc_->forward(features_, avgpool_->out_shape(), training);
   }
 
-  void backward_impl(const float* dlogits) override {
+  void backward_impl(const Act* dlogits) override {
     Hook ready = [this](const Layer& l) { grad_ready(l.param_ranges()); };
-    const float* d = fc_->backward(dlogits);
+    const Act* d = fc_->backward(dlogits);
     ready(*fc_);
     d = avgpool_->backward(d);
     for (size_t i = blocks_.size(); i-- > 0;) d = blocks_[i]->backward(d, ready);
@@ -222,7 +218,7 @@ class ResNet final : public Model, public ParamSink {
   std::unique_ptr<GlobalAvgPool> avgpool_;
   std::unique_ptr<Linear> fc_;
   Tensor input_;
-  const float* features_ = nullptr;
+  const Act* features_ = nullptr;
   int feature_dim_ = 0;
 };
 

@@ -41,6 +41,8 @@ void write_model_attrs(h5::File& f, nn::Model& m) {
   f.set_attr("/", "mlp_hidden", std::vector<int64_t>(s.mlp_hidden.begin(), s.mlp_hidden.end()));
   f.set_attr("/", "feature_dim", int64_t(m.feature_dim()));
   f.set_attr("/", "feature_layer", std::string("penultimate"));
+  // The activation precision it was trained with; the stored weights are fp32 either way.
+  f.set_attr("/", "precision", std::string(nn::dtype_name(s.dtype)));
 }
 
 void write_state(h5::File& f, nn::Model& m, const std::string& group, const float* flat) {
@@ -53,7 +55,8 @@ void write_state(h5::File& f, nn::Model& m, const std::string& group, const floa
 
 void write_buffers(h5::File& f, nn::Model& m, const std::string& group) {
   for (const auto& b : m.buffers()) {
-    std::vector<float> v(b.data, b.data + b.size);
+    std::vector<float> v(b.size);
+    m.buffer_to_host(b, v.data());
     f.write_small<float>(group + "/" + b.name, hdims(b.shape, b.size), v);
   }
 }
@@ -71,8 +74,19 @@ void read_state(const h5::File& f, nn::Model& m, const std::string& group, float
   for (const auto& p : m.param_info()) read_named(f, group + "/" + p.name, flat + p.offset, p.size);
 }
 
+// The model's parameters from `group`, through a host copy (the model may live on a GPU).
+void read_params(const h5::File& f, nn::Model& m, const std::string& group) {
+  std::vector<float> host(m.num_params(), 0.f);
+  read_state(f, m, group, host.data());
+  m.params_from_host(host.data());
+}
+
 void read_buffers(const h5::File& f, nn::Model& m) {
-  for (const auto& b : m.buffers()) read_named(f, "/state/" + b.name, b.data, b.size);
+  for (const auto& b : m.buffers()) {
+    std::vector<float> v(b.size);
+    read_named(f, "/state/" + b.name, v.data(), b.size);
+    m.buffer_from_host(b, v.data());
+  }
 }
 
 }  // namespace
@@ -84,7 +98,7 @@ void save_checkpoint(const std::string& path, nn::Model& model, const SgdOptimiz
     h5::File f = h5::File::create(out.tmp_path());
     h5::stamp(f, schema::kCheckpoint, config_yaml);
     write_model_attrs(f, model);
-    write_state(f, model, "/state", model.params());
+    write_state(f, model, "/state", model.params_to_host().data());
     write_buffers(f, model, "/state");
     write_state(f, model, "/optimizer", opt.momentum().data());
     f.create_group("/progress");
@@ -111,7 +125,7 @@ TrainState load_checkpoint(const std::string& path, nn::Model& model, SgdOptimiz
               ": checkpoint is incomplete (no done=1 attribute)");
   SIEVE_CHECK(f.attr_string("/", "arch") == model.spec().arch, path, ": checkpoint arch '",
               f.attr_string("/", "arch"), "' differs from the configured '", model.spec().arch, "'");
-  read_state(f, model, "/state", model.params());
+  read_params(f, model, "/state");
   read_buffers(f, model);
   read_state(f, model, "/optimizer", opt.momentum().data());
   TrainState st;
@@ -177,7 +191,7 @@ void save_model(const std::string& path, nn::Model& model, const std::string& co
     h5::stamp(f, schema::kModel, config_yaml);
     lineage::stamp_derived(f, schema::kModel, config_yaml, from);
     write_model_attrs(f, model);
-    write_state(f, model, "/state", model.params());
+    write_state(f, model, "/state", model.params_to_host().data());
     write_buffers(f, model, "/state");
     f.close();
     write_text_atomic(config_sidecar_path(path), config_yaml);
@@ -185,7 +199,8 @@ void save_model(const std::string& path, nn::Model& model, const std::string& co
   out.commit();
 }
 
-std::unique_ptr<nn::Model> load_model(const std::string& path) {
+std::unique_ptr<nn::Model> load_model(const std::string& path, const std::string& backend,
+                                      nn::DType dtype) {
   h5::File f = h5::File::open(path);
   h5::require_schema(f, schema::kModel);
   nn::ModelSpec s;
@@ -203,8 +218,10 @@ std::unique_ptr<nn::Model> load_model(const std::string& path) {
   }
   auto hidden = f.attr_ints("/", "mlp_hidden");
   s.mlp_hidden.assign(hidden.begin(), hidden.end());
+  s.backend = backend;
+  s.dtype = dtype;
   auto m = nn::make_model(s);
-  read_state(f, *m, "/state", m->params());
+  read_params(f, *m, "/state");
   read_buffers(f, *m);
   return m;
 }

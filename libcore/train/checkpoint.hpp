@@ -3,7 +3,7 @@
 // Layout (docs/formats.md): /state/<torchvision name> for every parameter (with its shape)
 // and buffer; /optimizer/<name> momentum for every parameter; root attrs describing the
 // model (arch, width, stem, num_classes, input_shape, feature_dim, feature_layer,
-// mlp_hidden, in_features); group /progress with attrs epoch, step_in_epoch, step, seed
+// mlp_hidden, in_features, precision: the activation dtype it was trained with); group /progress with attrs epoch, step_in_epoch, step, seed
 // (the RNG state: every draw in training is a pure function of seed, epoch, step and
 // sample id), elapsed, and the partial-epoch train statistics; root attr `done` = 1 written
 // last. Files are written by rank 0 through AtomicOutput (temp name + rename), so a file
@@ -49,8 +49,10 @@ void prune_checkpoints(const std::string& dir, int64_t keep);
 // was trained on). Collective; rank 0 writes.
 void save_model(const std::string& path, nn::Model& model, const std::string& config_yaml,
                 const lineage::Lineage& from, bool overwrite, const Comm& comm);
-// Rebuild the model described by a model file and load its weights.
-std::unique_ptr<nn::Model> load_model(const std::string& path);
+// Rebuild the model described by a model file and load its weights, on `backend` computing in
+// `dtype` (weights are fp32 in the file whatever precision trained them).
+std::unique_ptr<nn::Model> load_model(const std::string& path, const std::string& backend = "cpu",
+                                      nn::DType dtype = nn::DType::f32);
 
 // Helpers shared with tests: a model's parameters as ParamSlices.
 std::vector<ParamSlice> param_slices(const nn::Model& model);

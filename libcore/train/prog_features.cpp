@@ -10,6 +10,7 @@
 #include "io/h5.hpp"
 #include "io/lineage.hpp"
 #include "io/schemas.hpp"
+#include "nn/backend.hpp"
 #include "train/checkpoint.hpp"
 #include "train/loader.hpp"
 #include "train/programs.hpp"
@@ -82,7 +83,12 @@ void extract_features_main(ToolContext& ctx) {
   const int64_t batch = ctx.cfg.get_int("features.batch");
   AtomicOutput out(output, ctx.overwrite, ctx.comm);
 
-  auto model = load_model(model_path);
+  const std::string backend = ctx.cfg.get_string("features.backend");
+  std::string note;
+  const nn::DType dtype = nn::resolve_precision(ctx.cfg.get_string("features.precision"), backend,
+                                                "features.precision", &note);
+  if (!note.empty()) log::info(note);
+  auto model = load_model(model_path, backend, dtype);
   const DatasetMeta meta = read_dataset_meta(dataset);
   // Streamed: each rank reads only its own rows, a block at a time (features.block_samples), so
   // a rank's memory does not grow with the dataset.
@@ -119,6 +125,8 @@ void extract_features_main(ToolContext& ctx) {
   f.set_attr("/", "model", model_path);
   f.set_attr("/", "model_choice", model_choice);
   f.set_attr("/", "arch", model->spec().arch);
+  f.set_attr("/", "precision", std::string(nn::dtype_name(dtype)));
+  f.set_attr("/", "backend", backend);
   f.set_attr("/", "feature_dim", int64_t(F));
   f.set_attr("/", "num_classes", int64_t(meta.num_classes));
   const int K = model->num_classes();

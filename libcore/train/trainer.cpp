@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <thread>
 
+#include "nn/backend.hpp"
 #include "train/reducer.hpp"
 #include "util/log.hpp"
 
@@ -50,6 +51,11 @@ TrainOptions read_train_options(const Config& cfg, const std::string& p) {
   o.spec.stem = cfg.get_string(p + ".model.stem");
   o.spec.mlp_hidden.clear();
   for (auto h : cfg.get_int_list(p + ".model.hidden")) o.spec.mlp_hidden.push_back(int(h));
+  o.spec.backend = cfg.get_string(p + ".backend");
+  std::string note;
+  o.spec.dtype = nn::resolve_precision(cfg.get_string(p + ".precision"), o.spec.backend,
+                                       p + ".precision", &note);
+  if (!note.empty()) log::info(note);
   o.epochs = cfg.get_int(p + ".epochs");
   o.global_batch = cfg.get_int(p + ".global_batch");
   o.micro_batch = cfg.get_int(p + ".micro_batch");
@@ -110,6 +116,13 @@ Trainer::Trainer(const Comm& comm, TrainOptions opt, const SplitData& train,
               " samples is smaller than the ", comm.size(),
               " ranks: every rank needs at least one sample per step");
   model_ = nn::make_model(s);
+  // The optimizer, the gradient reducer and the non-finite check below read the flat
+  // buffers on the host; a device-resident path (fused optimizer kernel, NCCL) is the CUDA
+  // backend's next step (docs/engine.md).
+  if (model_->device() != nn::Device::cpu)
+    throw UsageError(cat("backend '", s.backend, "': training on ", nn::device_name(model_->device()),
+                         " is not available yet (the trainer's optimizer and gradient reduction "
+                         "run on the host); use backend cpu"));
   nn::init_params(*model_, o_.seed);
   opt_ = std::make_unique<SgdOptimizer>(param_slices(*model_), model_->num_params(), o_.opt);
   o_.sched.global_batch = sampler_.batch_size();
