@@ -8,21 +8,9 @@
 
 #include "cuda/device.hpp"
 #include "cuda/sgd.hpp"
+#include "gpu/cuda_test_env.hpp"
 
 using namespace sieve::cuda;
-
-class CudaEnvironment : public ::testing::Environment {
- public:
-  void SetUp() override {
-    if (device_count() == 0) {
-      std::fprintf(stderr, "no CUDA device: skipping GPU tests\n");
-      std::exit(77);
-    }
-    std::fprintf(stderr, "GPU: %s\n", device_name(0).c_str());
-  }
-};
-static ::testing::Environment* const cuda_env =
-    ::testing::AddGlobalTestEnvironment(new CudaEnvironment);
 
 TEST(CudaSgd, MatchesCpuReferenceWithNesterovAndDecay) {
   const size_t n = 1 << 20;
