@@ -2,7 +2,8 @@
 # Installs every Debian package Sieve needs to build, test, benchmark and run.
 # Idempotent: packages already present are skipped by apt; safe to re-run.
 #   scripts/install_deps.sh          # build, test and run
-#   scripts/install_deps.sh --bench  # also the benchmark peers (PyTorch CPU, ~1 GB)
+#   scripts/install_deps.sh --bench  # also the benchmark peers (PyPI, in .venv-bench: PyTorch,
+#                                    # torchvision, openTSNE, scikit-learn, dbscan, Pillow; ~5 GB)
 set -euo pipefail
 
 packages=(
@@ -29,10 +30,9 @@ packages=(
   # read by configs/fashion_mnist.yaml
   dataset-fashion-mnist
 )
-# Benchmark-only peer (scripts/bench_train.sh, bench_dataparallel.sh): PyTorch CPU. Large, so
-# the test suite (CI) does not install it.
+# python3-venv: the benchmark environment below (--bench).
 if [ "${1:-}" = "--bench" ]; then
-  packages+=(python3-torch)
+  packages+=(python3-venv)
 fi
 
 if [ "$(id -u)" -ne 0 ]; then SUDO=sudo; else SUDO=; fi
@@ -56,6 +56,8 @@ fi
 if [ "${1:-}" = "--bench" ]; then
   venv="${SIEVE_BENCH_VENV:-$(cd "$(dirname "$0")/.." && pwd)/.venv-bench}"
   [ -x "$venv/bin/python" ] || python3 -m venv "$venv"
-  "$venv/bin/pip" install -q --upgrade pillow numpy h5py scikit-learn openTSNE dbscan
-  echo "install_deps: bench environment $venv: $("$venv/bin/python" -c 'import PIL, sklearn, openTSNE; print("Pillow", PIL.__version__, "scikit-learn", sklearn.__version__, "openTSNE", openTSNE.__version__)')"
+  # The current PyTorch release as users install it (pip install torch torchvision): the
+  # training peer of bench_train.sh / bench_dataparallel.sh, in its best CPU and GPU modes.
+  "$venv/bin/pip" install -q --upgrade pillow numpy h5py scikit-learn openTSNE dbscan torch torchvision
+  echo "install_deps: bench environment $venv: $("$venv/bin/python" -c 'import PIL, sklearn, openTSNE, torch; print("Pillow", PIL.__version__, "scikit-learn", sklearn.__version__, "openTSNE", openTSNE.__version__, "torch", torch.__version__)')"
 fi

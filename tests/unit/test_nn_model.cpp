@@ -7,6 +7,7 @@
 #include <random>
 #include <set>
 
+#include "nn/backend.hpp"
 #include "nn/gradcheck.hpp"
 #include "nn/model.hpp"
 #include "util/error.hpp"
@@ -285,4 +286,99 @@ TEST(NnModel, MlpLearnsSeparableProblem) {
   EXPECT_EQ(correct, n);
   EXPECT_EQ(m->feature_dim(), 32);
   EXPECT_NE(m->features(), nullptr);
+}
+
+// Mixed precision, whole model: a bf16 backend (ref emulation everywhere; cpu where oneDNN has
+// bf16) gives the fp32 model's logits and gradients up to bf16 rounding, from the same fp32
+// master weights, with fp32 gradients.
+TEST(NnModel, Bf16ModelTracksFp32) {
+  std::vector<std::string> backends = {"ref"};
+  if (backend_supports("cpu", DType::bf16)) backends.push_back("cpu");
+  for (const std::string& b : backends) {
+    ModelSpec s = tiny_resnet(b);
+    s.in_height = s.in_width = 12;
+    std::vector<std::vector<float>> logits, grads;
+    for (DType t : {DType::f32, DType::bf16}) {
+      s.dtype = t;
+      auto m = make_model(s);
+      EXPECT_EQ(m->dtype(), t);
+      init_params(*m, 3);
+      const int n = 16;
+      auto x = randn(n * m->input_size(), 5);
+      std::vector<int32_t> y(n);
+      for (int i = 0; i < n; ++i) y[i] = i % 3;
+      std::vector<float> dz(n * 3);
+      const float* z = m->forward(x.data(), n, true);
+      logits.emplace_back(z, z + 12);
+      softmax_cross_entropy(z, y.data(), n, 3, 0.f, dz.data(), nullptr);
+      m->backward(dz.data());
+      grads.push_back(m->grads_to_host());
+    }
+    double zmax = 0, zdiff = 0;
+    for (int i = 0; i < 12; ++i) {
+      zmax = std::max(zmax, double(std::abs(logits[0][i])));
+      zdiff = std::max(zdiff, double(std::abs(logits[1][i] - logits[0][i])));
+    }
+    EXPECT_LT(zdiff, 0.05 * (1 + zmax)) << b << ": bf16 logits";
+    EXPECT_GT(zdiff, 0.0) << b << ": bf16 must actually round something";
+    // Gradient direction: cosine similarity of the bf16 and fp32 gradients. At initialisation
+    // on random data most of dy is its per-channel mean and its x-hat component, which BN's
+    // backward subtracts: what is left is small against dy's bf16 rounding, so the cosine
+    // falls with depth (measured: fc 0.9998, layer4 ~0.98-0.99, conv1 ~0.95; whole vector
+    // 0.96). These bounds pin that level; the training tests show it does not hurt learning.
+    auto cosine = [&](size_t a, size_t e) {
+      double dot = 0, a2 = 0, b2 = 0;
+      for (size_t i = a; i < e; ++i) {
+        dot += double(grads[0][i]) * grads[1][i];
+        a2 += double(grads[0][i]) * grads[0][i];
+        b2 += double(grads[1][i]) * grads[1][i];
+      }
+      return dot / std::sqrt(a2 * b2 + 1e-300);
+    };
+    EXPECT_GT(cosine(0, grads[0].size()), 0.93) << b << ": whole gradient";
+    auto m = make_model(s);
+    for (const ParamInfo& p : m->param_info())
+      EXPECT_GT(cosine(p.offset, p.offset + p.size), p.name.starts_with("fc") ? 0.999 : 0.85)
+          << b << " " << p.name;
+  }
+}
+
+// The same SGD on the same separable task converges in bf16 as in fp32 (ref backend's bf16:
+// every activation rounded), and the trained weights stay fp32.
+TEST(NnModel, Bf16MlpLearnsAsFp32) {
+  std::vector<int> correct_by_dtype;
+  for (DType t : {DType::f32, DType::bf16}) {
+    ModelSpec s;
+    s.arch = "mlp";
+    s.backend = "ref";
+    s.dtype = t;
+    s.in_features = 10;
+    s.num_classes = 3;
+    s.mlp_hidden = {32};
+    auto m = make_model(s);
+    init_params(*m, 11);
+    const int n = 96;
+    std::mt19937 g(3);
+    std::normal_distribution<float> d(0.f, 0.6f);  // overlapping blobs: not all separable
+    std::vector<float> x(n * 10);
+    std::vector<int32_t> y(n);
+    for (int i = 0; i < n; ++i) {
+      y[i] = i % 3;
+      for (int f = 0; f < 10; ++f) x[i * 10 + f] = d(g) + (f % 3 == y[i] ? 0.8f : 0.f);
+    }
+    std::vector<float> dz(n * 3);
+    int correct = 0;
+    for (int step = 0; step < 150; ++step) {
+      m->zero_grad();
+      const float* z = m->forward(x.data(), n, true);
+      softmax_cross_entropy(z, y.data(), n, 3, 0.f, dz.data(), &correct);
+      m->backward(dz.data());
+      m->backend().axpy(-0.3f, m->grads(), m->params(), m->num_params());
+    }
+    const float* z = m->forward(x.data(), n, false);
+    softmax_cross_entropy(z, y.data(), n, 3, 0.f, nullptr, &correct);
+    correct_by_dtype.push_back(correct);
+  }
+  EXPECT_GE(correct_by_dtype[0], 80);  // fp32 learns it (chance: 32)
+  EXPECT_NEAR(correct_by_dtype[1], correct_by_dtype[0], 3) << "bf16 vs fp32 train accuracy";
 }

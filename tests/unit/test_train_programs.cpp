@@ -7,6 +7,7 @@
 
 #include "io/h5.hpp"
 #include "io/metrics.hpp"
+#include "nn/backend.hpp"
 #include "support/test_util.hpp"
 #include "test_train_util.hpp"
 #include "train/checkpoint.hpp"
@@ -174,4 +175,54 @@ TEST(TrainPrograms, TrainScaledSweepAndKeepMaskArms) {
         << bad << ": " << out;
     EXPECT_NE(out.find("--sweep-index"), std::string::npos) << out;
   }
+}
+
+// Mixed precision end to end: pretrain in bf16 (cpu where oneDNN has bf16, else the ref
+// backend's bf16) learns as fp32 does with the same seed, records its precision, writes fp32
+// weights that load and run in fp32, and extract_features can embed with them in fp32.
+TEST(TrainPrograms, Bf16PretrainLearnsAsFp32AndItsModelRunsInFp32) {
+  const std::string bf16_backend =
+      nn::backend_supports("cpu", nn::DType::bf16) ? "cpu" : "ref";
+  std::string d = test::scratch_dir("train_tools_bf16");
+  test::write_image_dataset(d + "/dataset.h5", 256, 64, 4);
+  const std::string common =
+      " --set pretrain.epochs=6 --set pretrain.checkpoint.every_steps=0"
+      " --set pretrain.global_batch=32 --set pretrain.augment=false --set pretrain.holdout=0";
+  double acc[2];
+  for (int bf16 = 0; bf16 < 2; ++bf16) {
+    const std::string dir = cat(d, bf16 ? "/bf16" : "/fp32");
+    fs::create_directories(dir);
+    fs::copy_file(d + "/dataset.h5", dir + "/dataset.h5", fs::copy_options::overwrite_existing);
+    int rc = 0;
+    std::string out = pretrain(
+        dir,
+        common + (bf16 ? cat(" --set pretrain.backend=", bf16_backend, " --set pretrain.precision=bf16")
+                       : std::string(" --set pretrain.precision=fp32")),
+        &rc);
+    ASSERT_EQ(rc, 0) << out;
+    acc[bf16] = read_json_lines(dir + "/pretrain/metrics.jsonl").back()["test_acc"].get<double>();
+    h5::File m = h5::File::open(dir + "/pretrain/model.h5");
+    EXPECT_EQ(m.attr_string("/", "precision"), bf16 ? "bf16" : "fp32");
+  }
+  EXPECT_GT(acc[0], 0.6);  // chance: 0.25
+  EXPECT_NEAR(acc[1], acc[0], 0.1) << "bf16 vs fp32 test accuracy, same seed";
+
+  // The bf16-trained weights are fp32 in the file: they load and run on the fp32 cpu backend,
+  // and extract_features embeds with them in fp32.
+  auto model = train::load_model(d + "/bf16/pretrain/model.h5");
+  EXPECT_EQ(model->dtype(), nn::DType::f32);
+  std::string out;
+  int rc = test::run_command(cat(test::tool_path("extract_features"), " --set run.dir=", d,
+                                 "/bf16 --set features.precision=fp32"),
+                             &out);
+  ASSERT_EQ(rc, 0) << out;
+  h5::File f = h5::File::open(d + "/bf16/features.h5");
+  EXPECT_EQ(f.attr_string("/", "precision"), "fp32");
+  // auto on the ref backend (bf16 only emulated) stays fp32 and says so once.
+  rc = test::run_command(cat(test::tool_path("extract_features"), " --set run.dir=", d,
+                             "/bf16 --set features.backend=ref --overwrite --output ", d,
+                             "/bf16/features-ref.h5"),
+                         &out);
+  ASSERT_EQ(rc, 0) << out;
+  EXPECT_NE(out.find("features.precision: auto -> fp32"), std::string::npos) << out;
 }
