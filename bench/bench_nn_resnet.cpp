@@ -1,14 +1,20 @@
-// Training-step throughput of CIFAR ResNet-18 on the CPU backend, and how it compares with
-// the machine's SGEMM peak.
+// Training-step throughput of a ResNet on one backend, and how it compares with the machine's
+// SGEMM peak (CPU backends).
 //
 //   bench_nn_resnet [batch=128] [steps=10] [warmup=2] [arch=resnet18] [width=1.0] [sgemm=1]
+//                   [backend=cpu] [precision=fp32] [stem=cifar] [input=32]
 //
-// One step = zero_grad + forward(training) + softmax CE + backward + plain SGD update. Prints
-// the median images/s over the timed steps, the SGEMM GFLOP/s of a large cblas_sgemm (4096^3,
-// best of 3; sgemm=0 skips it), and the fraction of it the step reaches. ResNet-18-CIFAR costs
-// 0.556 G multiply-adds per image forward (the usual "0.56 GFLOPs"), i.e. 1.11 GFLOP counted
-// as sgemm counts (2 per multiply-add); training ~3x forward = 3.34 GFLOP/img. The FLOP figure
-// is for resnet18 width 1 only. Threads: OMP_NUM_THREADS (oneDNN) and OPENBLAS_NUM_THREADS.
+// One step = zero_grad + forward(training) + softmax CE on the host + backward + plain SGD
+// update (the backend's axpy over the flat parameter buffer, on the model's device). Each
+// timed step ends by reading 4 bytes of the parameters back, which waits for a GPU backend's
+// queued work, so the median covers the whole step, input upload and logits download
+// included. Prints the median images/s; on the CPU also the SGEMM GFLOP/s of a large
+// cblas_sgemm (4096^3, best of 3; sgemm=0 skips it) and the fraction of it the step reaches.
+// precision: fp32 | bf16 | auto (resolve_precision). stem imagenet (7x7/2 + max pool) with
+// 1000 classes, cifar with 10. Training FLOPs (~3x forward, 2 per multiply-add) are printed
+// for the configurations whose forward cost is known: CIFAR ResNet-18 (0.556 G multiply-adds
+// per image) and ImageNet ResNet-50 at 224 (4.09 G). Threads: OMP_NUM_THREADS (oneDNN) and
+// OPENBLAS_NUM_THREADS.
 #include <cblas.h>
 #include <omp.h>
 
@@ -20,7 +26,9 @@
 #include <string>
 #include <vector>
 
+#include "nn/backend.hpp"
 #include "nn/model.hpp"
+#include "util/error.hpp"
 
 using namespace sieve::nn;
 using Clock = std::chrono::steady_clock;
@@ -42,7 +50,15 @@ static double sgemm_gflops() {
   return best;
 }
 
-int main(int argc, char** argv) {
+// Forward multiply-adds per image (G), where known.
+static double forward_gmacs(const ModelSpec& s) {
+  if (s.width != 1.0) return 0;
+  if (s.arch == "resnet18" && s.stem == "cifar" && s.in_height == 32) return 0.556;
+  if (s.arch == "resnet50" && s.stem == "imagenet" && s.in_height == 224) return 4.09;
+  return 0;
+}
+
+static int run(int argc, char** argv) {
   const int batch = argc > 1 ? std::atoi(argv[1]) : 128;
   const int steps = argc > 2 ? std::atoi(argv[2]) : 10;
   const int warmup = argc > 3 ? std::atoi(argv[3]) : 2;
@@ -50,48 +66,67 @@ int main(int argc, char** argv) {
   spec.arch = argc > 4 ? argv[4] : "resnet18";
   spec.width = argc > 5 ? std::atof(argv[5]) : 1.0;
   const bool do_sgemm = argc > 6 ? std::atoi(argv[6]) != 0 : true;
-  spec.num_classes = 10;
+  spec.backend = argc > 7 ? argv[7] : "cpu";
+  const std::string precision = argc > 8 ? argv[8] : "fp32";
+  spec.stem = argc > 9 ? argv[9] : "cifar";
+  spec.in_height = spec.in_width = argc > 10 ? std::atoi(argv[10]) : 32;
+  spec.num_classes = spec.stem == "imagenet" ? 1000 : 10;
+  spec.dtype = resolve_precision(precision, spec.backend, "precision");
   auto model = make_model(spec);
   init_params(*model, 1);
+  Backend& be = model->backend();
+  const int k = spec.num_classes;
 
   std::mt19937 g(1);
   std::normal_distribution<float> d(0.f, 1.f);
   std::vector<float> x(size_t(batch) * model->input_size());
   for (float& v : x) v = d(g);
   std::vector<int32_t> y(batch);
-  for (int i = 0; i < batch; ++i) y[i] = i % 10;
-  std::vector<float> dz(size_t(batch) * 10);
+  for (int i = 0; i < batch; ++i) y[i] = i % k;
+  std::vector<float> dz(size_t(batch) * k);
 
   std::vector<double> times;
   for (int s = 0; s < warmup + steps; ++s) {
     auto t = Clock::now();
     model->zero_grad();
     const float* z = model->forward(x.data(), batch, true);
-    softmax_cross_entropy(z, y.data(), batch, 10, 0.f, dz.data(), nullptr);
+    softmax_cross_entropy(z, y.data(), batch, k, 0.f, dz.data(), nullptr);
     model->backward(dz.data());
-    float* p = model->params();
-    const float* gr = model->grads();
-    const size_t np = model->num_params();
-#pragma omp parallel for simd schedule(static)
-    for (size_t i = 0; i < np; ++i) p[i] -= 0.01f * gr[i];
+    be.axpy(-0.01f, model->grads(), model->params(), model->num_params());
+    float probe;
+    be.to_host(&probe, model->params(), sizeof(float));  // waits for the device's queue
     if (s >= warmup) times.push_back(seconds_since(t));
   }
   std::sort(times.begin(), times.end());
   const double med = times[times.size() / 2];
   const double ips = batch / med;
-  const double train_gflop_per_img = 2 * 0.556 * 3;
-  std::printf("model            %s width %.3g (CIFAR stem), batch %d, threads %d\n",
-              spec.arch.c_str(), spec.width, batch, omp_get_max_threads());
-  std::printf("step median      %.3f s over %d steps (min %.3f, max %.3f)\n", med, steps,
+  std::printf("model            %s width %.3g (%s stem, %dx%d), batch %d, backend %s %s, "
+              "threads %d\n",
+              spec.arch.c_str(), spec.width, spec.stem.c_str(), spec.in_height, spec.in_width,
+              batch, spec.backend.c_str(), dtype_name(spec.dtype), omp_get_max_threads());
+  std::printf("step median      %.4f s over %d steps (min %.4f, max %.4f)\n", med, steps,
               times.front(), times.back());
   std::printf("images/s         %.1f\n", ips);
-  std::printf("train GFLOP/s    %.1f (%.2f GFLOP/img x %.1f img/s)\n", ips * train_gflop_per_img,
-              train_gflop_per_img, ips);
+  const double train_gflop_per_img = 2 * forward_gmacs(spec) * 3;
+  if (train_gflop_per_img > 0)
+    std::printf("train GFLOP/s    %.1f (%.2f GFLOP/img x %.1f img/s)\n",
+                ips * train_gflop_per_img, train_gflop_per_img, ips);
   if (do_sgemm) {
     const double peak = sgemm_gflops();
-    std::printf("sgemm GFLOP/s    %.1f (4096^3, best of 3): the step reaches %.0f%% of it\n", peak,
-                100.0 * ips * train_gflop_per_img / peak);
+    std::printf("sgemm GFLOP/s    %.1f (4096^3, best of 3)", peak);
+    if (train_gflop_per_img > 0)
+      std::printf(": the step reaches %.0f%% of it", 100.0 * ips * train_gflop_per_img / peak);
+    std::printf("\n");
   }
   std::printf("RESULT sieve_images_per_s %.2f\n", ips);
   return 0;
+}
+
+int main(int argc, char** argv) {
+  try {
+    return run(argc, argv);
+  } catch (const sieve::Error& e) {  // e.g. backend cuda on a machine without a GPU
+    std::fprintf(stderr, "bench_nn_resnet: %s\n", e.what());
+    return e.exit_code();
+  }
 }

@@ -1,0 +1,172 @@
+#!/usr/bin/env bash
+# One command on a GPU machine: build Sieve with its CUDA backend, run the GPU tests, and
+# benchmark training steps against PyTorch on the same GPU. Works offline (no dependency
+# installation: the machine needs the build dependencies, the CUDA toolkit with cuDNN/NCCL,
+# and, for the peer figures, a python3 with PyTorch).
+#
+#   scripts/gpu_check.sh [--skip-build] [--no-bench] [--no-resnet50]
+#
+# Steps (logs under build-gpu/gpu_check/):
+#   1. nvidia-smi -L;
+#   2. configure + build Release with CUDA (sm_90) into build-gpu, all cores;
+#   3. ctest -L gpu (op suite, whole-model comparisons, SGD kernel, host-side CUDA checks);
+#   4. the op-by-op suite per dtype (test_cuda_ops: cuda fp32 and bf16 against the ref
+#      backend), the model comparisons with their measured differences (test_cuda_backend),
+#      and the no-device error path (test_cuda_host with CUDA_VISIBLE_DEVICES empty);
+#   5. training-step throughput, median images/s: CIFAR ResNet-18 batch 512 on backend cuda
+#      in fp32 and bf16 (bench_nn_resnet), PyTorch fp32 eager and bf16 eager / torch.compile
+#      (scripts/bench_resnet_torch_cuda.py); ImageNet ResNet-50 224x224 batch 256 likewise;
+#   6. a summary table (last lines of the output). Exit status 1 if the build or any test
+#      failed; a failed benchmark shows as FAIL in the table.
+# Environment: SIEVE_JOBS (default nproc), SIEVE_GPU_STEPS (timed steps, default 30).
+set -uo pipefail
+root="$(cd "$(dirname "$0")/.." && pwd)"
+cd "$root" || exit 1
+skip_build=0 bench=1 resnet50=1
+for a in "$@"; do
+  case "$a" in
+    --skip-build) skip_build=1 ;;
+    --no-bench) bench=0 ;;
+    --no-resnet50) resnet50=0 ;;
+    *) echo "gpu_check: unknown argument '$a' (--skip-build, --no-bench, --no-resnet50)" >&2; exit 2 ;;
+  esac
+done
+export SIEVE_BUILD_DIR="$root/build-gpu"
+. scripts/env.sh
+build="$SIEVE_BUILD_DIR"
+logs="$build/gpu_check"
+jobs="${SIEVE_JOBS:-$(nproc)}"
+steps="${SIEVE_GPU_STEPS:-30}"
+failed=0
+declare -A result  # summary rows: key -> text
+
+say() { printf '\n===== %s =====\n' "$*"; }
+
+echo "gpu_check: $(date -u +%FT%TZ) commit $(git rev-parse --short HEAD 2>/dev/null || echo '?')"
+say "GPUs"
+if command -v nvidia-smi >/dev/null; then
+  nvidia-smi -L
+  gpu="$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)"
+else
+  echo "nvidia-smi not found"
+  gpu="unknown GPU"
+fi
+
+if [ "$skip_build" = 0 ]; then
+  say "configure + build ($build, -j$jobs)"
+  if cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DSIEVE_ENABLE_CUDA=ON \
+      -DCMAKE_CUDA_ARCHITECTURES=90 && cmake --build "$build" -j"$jobs"; then
+    result[build]=ok
+  else
+    echo "gpu_check: the build failed; nothing else can run" >&2
+    exit 1
+  fi
+else
+  result[build]="skipped (--skip-build)"
+fi
+mkdir -p "$logs"
+
+say "ctest -L gpu"
+if ctest --test-dir "$build" -L gpu --output-on-failure --timeout 1200 2>&1 | tee "$logs/ctest_gpu.log"; then
+  result[ctest]="pass ($(grep -Eo '[0-9]+% tests passed, [0-9]+ tests failed out of [0-9]+' "$logs/ctest_gpu.log" | tail -1))"
+else
+  result[ctest]="FAIL (see $logs/ctest_gpu.log)"
+  failed=1
+fi
+# ctest counts a skip (exit 77) as not failed: a GPU machine must not skip.
+if grep -q "Skipped\|\*\*\*Skipped" "$logs/ctest_gpu.log"; then
+  result[ctest]="${result[ctest]}; SKIPPED tests: the GPU was not usable"
+  failed=1
+fi
+
+run_test() {  # key, log name, command...
+  local key="$1" log="$logs/$2.log"
+  shift 2
+  if "$@" >"$log" 2>&1; then
+    result[$key]="pass ($(grep -Eo '\[  PASSED  \] [0-9]+ tests?' "$log" | grep -Eo '[0-9]+') tests)"
+  else
+    result[$key]="FAIL (rc $?, see $log)"
+    failed=1
+  fi
+}
+
+say "op-by-op suite (test_cuda_ops), whole models (test_cuda_backend), no-device path"
+run_test ops_fp32 ops_fp32 "$build/tests/test_cuda_ops" --gtest_filter='*/cuda_fp32'
+run_test ops_bf16 ops_bf16 "$build/tests/test_cuda_ops" --gtest_filter='*/cuda_bf16'
+run_test models models "$build/tests/test_cuda_backend"
+run_test no_device no_device env CUDA_VISIBLE_DEVICES= "$build/tests/test_cuda_host"
+grep -hE "^\[  FAILED  \]|Failure|rel diff|cosine" "$logs"/ops_*.log "$logs/models.log" || true
+
+# Median images/s of one benchmark run, or FAIL.
+images_per_s() {  # log name, command...
+  local log="$logs/$1.log"
+  shift
+  if timeout 900 "$@" >"$log" 2>&1; then
+    grep -Eo 'RESULT [a-z_]+ [0-9.]+' "$log" | awk '{print $3}' | tail -1
+  else
+    echo FAIL
+  fi
+}
+
+torch_python=""
+for py in python3 /usr/bin/python3; do
+  if "$py" -c "import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)" 2>/dev/null; then
+    torch_python="$py"
+    break
+  fi
+done
+
+declare -A ips
+if [ "$bench" = 1 ]; then
+  bin="$build/bench/bench_nn_resnet"
+  torch_bench="$root/scripts/bench_resnet_torch_cuda.py"
+  configs=("r18 512 resnet18 cifar 32")
+  [ "$resnet50" = 1 ] && configs+=("r50 256 resnet50 imagenet 224")
+  for cfg in "${configs[@]}"; do
+    read -r tag batch arch stem size <<<"$cfg"
+    for prec in fp32 bf16; do
+      say "sieve $arch $stem ${size}x$size batch $batch cuda $prec"
+      ips[$tag.sieve.$prec]=$(images_per_s "sieve_${tag}_$prec" "$bin" "$batch" "$steps" 5 "$arch" 1.0 0 cuda "$prec" "$stem" "$size")
+      cat "$logs/sieve_${tag}_$prec.log"
+    done
+    for run in "fp32 eager" "bf16 eager" "bf16 compile"; do
+      read -r prec mode <<<"$run"
+      key="$tag.torch.$prec.$mode"
+      if [ -z "$torch_python" ]; then
+        ips[$key]="n/a (no PyTorch with CUDA)"
+        continue
+      fi
+      say "torch $arch $stem ${size}x$size batch $batch $prec $mode"
+      ips[$key]=$(images_per_s "torch_${tag}_${prec}_$mode" "$torch_python" "$torch_bench" "$batch" "$steps" 5 "$prec" "$mode" "$arch" "$stem" "$size")
+      cat "$logs/torch_${tag}_${prec}_$mode.log"
+    done
+  done
+fi
+
+ratio() {  # a / b, or "-" when either is not a number
+  awk -v a="$1" -v b="$2" 'BEGIN { if (a + 0 > 0 && b + 0 > 0) printf "%.2f", a / b; else printf "-" }'
+}
+
+say "summary: $gpu"
+printf '%-44s %s\n' "build (Release, CUDA sm_90)" "${result[build]}"
+printf '%-44s %s\n' "ctest -L gpu" "${result[ctest]}"
+printf '%-44s %s\n' "op suite cuda fp32 vs ref (tol 1e-4)" "${result[ops_fp32]}"
+printf '%-44s %s\n' "op suite cuda bf16 vs ref (tol 2e-2)" "${result[ops_bf16]}"
+printf '%-44s %s\n' "ResNet-18/50 cuda vs cpu, kernel edges" "${result[models]}"
+printf '%-44s %s\n' "no-device UsageError (CUDA_VISIBLE_DEVICES=)" "${result[no_device]}"
+if [ "$bench" = 1 ]; then
+  for cfg in "${configs[@]}"; do
+    read -r tag batch arch stem size <<<"$cfg"
+    printf '\n%s %s %sx%s, batch %s: training step, median images/s\n' "$arch" "$stem" "$size" "$size" "$batch"
+    printf '  %-26s %12s\n' "sieve cuda fp32" "${ips[$tag.sieve.fp32]}"
+    printf '  %-26s %12s\n' "sieve cuda bf16" "${ips[$tag.sieve.bf16]}"
+    printf '  %-26s %12s\n' "torch fp32 eager" "${ips[$tag.torch.fp32.eager]}"
+    printf '  %-26s %12s\n' "torch bf16 eager" "${ips[$tag.torch.bf16.eager]}"
+    printf '  %-26s %12s\n' "torch bf16 compile" "${ips[$tag.torch.bf16.compile]}"
+    printf '  ratios: sieve fp32 / torch fp32 eager %s; sieve bf16 / torch bf16 eager %s, / compile %s\n' \
+      "$(ratio "${ips[$tag.sieve.fp32]}" "${ips[$tag.torch.fp32.eager]}")" \
+      "$(ratio "${ips[$tag.sieve.bf16]}" "${ips[$tag.torch.bf16.eager]}")" \
+      "$(ratio "${ips[$tag.sieve.bf16]}" "${ips[$tag.torch.bf16.compile]}")"
+  done
+fi
+exit "$failed"
