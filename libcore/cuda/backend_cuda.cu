@@ -46,14 +46,17 @@ CudaBackend::CudaBackend(nn::DType dtype)
   SIEVE_CUBLAS_CHECK(cublasSetStream(cublas_, stream_));
 }
 
-// Errors are ignored here: backends are process-wide singletons destroyed at exit, possibly
-// after the CUDA runtime has begun to shut down.
+// Backends are process-wide singletons destroyed at exit, when the CUDA runtime may already be
+// unloaded: then the driver reclaims everything and calling into cuDNN/cuBLAS could crash, so
+// nothing is released. Otherwise errors are ignored (a destructor must not throw).
 CudaBackend::~CudaBackend() {
+  int current = 0;
+  if (cudaGetDevice(&current) != cudaSuccess) return;
   if (workspace_) cudaFreeAsync(workspace_, stream_);
-  if (stream_) cudaStreamSynchronize(stream_);
-  if (cublas_) cublasDestroy(cublas_);
-  if (cudnn_) cudnnDestroy(cudnn_);
-  if (stream_) cudaStreamDestroy(stream_);
+  cudaStreamSynchronize(stream_);
+  cublasDestroy(cublas_);
+  cudnnDestroy(cudnn_);
+  cudaStreamDestroy(stream_);
 }
 
 void* CudaBackend::allocate(size_t bytes) {

@@ -8,7 +8,7 @@
 // In bf16, W is cast to a bf16 copy each call (master weights stay fp32); x, dy, dx are bf16;
 // the forward GEMM writes fp32 so the bias is added before the one rounding to bf16; dW is
 // accumulated in fp32 directly by the GEMM (bf16 inputs, fp32 C). The bias gradient is an own
-// kernel: a column sum in fixed order (deterministic).
+// kernel: a column sum in a fixed order (deterministic).
 #include "cuda/cuda_check.hpp"
 #include "cuda/dtype.cuh"
 #include "cuda/kernels.hpp"
@@ -28,14 +28,24 @@ __global__ void bias_add_kernel(const float* acc, const float* __restrict__ b, T
     y[i] = from_float<T>(acc[i] + (b ? b[i % out] : 0.f));
 }
 
-// db[o] += sum_i dy[i, o]: one thread per column, rows in order.
+// db[o] += sum_i dy[i, o]. Block = 32 columns x 8 lanes; lane l sums rows l, l+8, ... and a
+// fixed tree adds the lanes (deterministic, and no serial walk down all rows per column).
+constexpr int kSumColumns = 32, kSumLanes = 8;
 template <typename T>
 __global__ void column_sum_kernel(const T* __restrict__ dy, int n, int out, float* __restrict__ db) {
-  const int o = blockIdx.x * blockDim.x + threadIdx.x;
-  if (o >= out) return;
+  __shared__ float partial[kSumLanes][kSumColumns];
+  const int tx = threadIdx.x, ty = threadIdx.y;
+  const int o = blockIdx.x * kSumColumns + tx;
   float acc = 0.f;
-  for (int i = 0; i < n; ++i) acc += to_float(dy[size_t(i) * out + o]);
-  db[o] += acc;
+  if (o < out)
+    for (int i = ty; i < n; i += kSumLanes) acc += to_float(dy[size_t(i) * out + o]);
+  partial[ty][tx] = acc;
+  __syncthreads();
+  for (int half = kSumLanes / 2; half > 0; half /= 2) {
+    if (ty < half) partial[ty][tx] += partial[ty + half][tx];
+    __syncthreads();
+  }
+  if (ty == 0 && o < out) db[o] += partial[0][tx];
 }
 
 class CublasLinear final : public nn::LinearOp {
@@ -81,7 +91,8 @@ class CublasLinear final : public nn::LinearOp {
     if (db) {
       dispatch_dtype(be_.dtype(), [&](auto tag) {
         using T = decltype(tag);
-        column_sum_kernel<T><<<(out_ + kThreads - 1) / kThreads, kThreads, 0, be_.stream()>>>(
+        column_sum_kernel<T><<<(out_ + kSumColumns - 1) / kSumColumns,
+                               dim3(kSumColumns, kSumLanes), 0, be_.stream()>>>(
             static_cast<const T*>(dy), n_, out_, db);
       });
       SIEVE_CUDA_CHECK_LAUNCH();
