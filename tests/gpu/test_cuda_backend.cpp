@@ -1,6 +1,7 @@
-// The CUDA backend beyond the op suite: whole networks against the CPU backend, and the
-// kernel paths the suite's small shapes do not reach (multi-block BN reductions, max-pool
-// ties, unaligned elementwise ranges). Exit 77 without a GPU.
+// The CUDA backend beyond the op suite: whole networks against the CPU backend, the kernel
+// paths the suite's small shapes do not reach (multi-block BN reductions, max-pool ties,
+// unaligned elementwise ranges), and the NCCL communicator on this process's ranks (one
+// under ctest). Exit 77 without a GPU.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -11,6 +12,9 @@
 #include <string>
 #include <vector>
 
+#include "comm/comm.hpp"
+#include "cuda/backend_cuda.hpp"
+#include "cuda/nccl_comm.hpp"
 #include "gpu/cuda_test_env.hpp"
 #include "nn/backend.hpp"
 #include "nn/model.hpp"
@@ -241,4 +245,31 @@ TEST(CudaKernels, ElementwiseOnUnalignedRanges) {
   be.to_host(y.data(), bd.raw(), (n + 1) * 4);
   EXPECT_EQ(y[0], b[0]) << "axpy wrote before its range";
   for (size_t i = 1; i <= n; ++i) ASSERT_FLOAT_EQ(y[i], b[i] + 2.f * a[i]) << i;
+}
+
+// The whole NCCL path on the ranks this binary runs with (one GPU per rank): id exchange over
+// MPI, communicator, the allreduce ordered after the backend's stream and before it again.
+TEST(CudaNccl, AllreduceSumsOverRanksBetweenBackendStreamWork) {
+  const sieve::Comm world = sieve::Comm::world();
+  if (world.size() > sieve::cuda::device_count())
+    GTEST_SKIP() << world.size() << " ranks but " << sieve::cuda::device_count() << " GPUs";
+  sieve::cuda::select_local_device(world);
+  auto& be = static_cast<sieve::cuda::CudaBackend&>(backend("cuda"));
+  sieve::cuda::NcclComm nccl(world);
+  EXPECT_EQ(nccl.rank(), world.rank());
+  EXPECT_EQ(nccl.size(), world.size());
+  const size_t n = 3001;
+  Vec mine(n);
+  for (size_t i = 0; i < n; ++i) mine[i] = float(world.rank() + 1) * float(i % 17);
+  Tensor buf(be, DType::f32);
+  buf.resize({int64_t(n)});
+  be.to_device(buf.raw(), mine.data(), n * 4);
+  be.axpy(1.f, buf.data(), buf.data(), n);  // queued on the backend stream: doubles the values
+  nccl.wait_for(be.stream());
+  nccl.allreduce_sum(buf.data(), n);
+  nccl.signal(be.stream());
+  Vec got(n);
+  be.to_host(got.data(), buf.raw(), n * 4);  // synchronises the backend stream only
+  const float ranks_sum = float(world.size() * (world.size() + 1) / 2);
+  for (size_t i = 0; i < n; ++i) ASSERT_EQ(got[i], 2.f * ranks_sum * float(i % 17)) << i;
 }
