@@ -22,6 +22,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <new>
 #include <random>
 #include <string>
 #include <vector>
@@ -128,5 +129,8 @@ int main(int argc, char** argv) {
   } catch (const sieve::Error& e) {  // e.g. backend cuda on a machine without a GPU
     std::fprintf(stderr, "bench_nn_resnet: %s\n", e.what());
     return e.exit_code();
+  } catch (const std::bad_alloc&) {
+    std::fprintf(stderr, "bench_nn_resnet: out of memory (batch too large for the device?)\n");
+    return 1;
   }
 }

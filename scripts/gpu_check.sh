@@ -14,7 +14,8 @@
 #      backend), the model comparisons with their measured differences (test_cuda_backend),
 #      and the no-device error path (test_cuda_host with CUDA_VISIBLE_DEVICES empty);
 #   5. training-step throughput, median images/s: CIFAR ResNet-18 batch 512 on backend cuda
-#      in fp32 and bf16 (bench_nn_resnet), PyTorch fp32 eager and bf16 eager / torch.compile
+#      in fp32 and bf16 (bench_nn_resnet; cuDNN algorithms from heuristics, and timed with
+#      SIEVE_CUDNN_BENCHMARK=1), PyTorch fp32 eager and bf16 eager / torch.compile
 #      (scripts/bench_resnet_torch_cuda.py); ImageNet ResNet-50 224x224 batch 256 likewise;
 #   6. a summary table (last lines of the output). Exit status 1 if the build or any test
 #      failed; a failed benchmark shows as FAIL in the table.
@@ -82,12 +83,14 @@ fi
 run_test() {  # key, log name, command...
   local key="$1" log="$logs/$2.log"
   shift 2
-  if "$@" >"$log" 2>&1; then
-    result[$key]="pass ($(grep -Eo '\[  PASSED  \] [0-9]+ tests?' "$log" | grep -Eo '[0-9]+') tests)"
-  else
-    result[$key]="FAIL (rc $?, see $log)"
-    failed=1
-  fi
+  local rc=0
+  "$@" >"$log" 2>&1 || rc=$?
+  case $rc in
+    0) result[$key]="pass ($(grep -Eo '\[  PASSED  \] [0-9]+ tests?' "$log" | grep -Eo '[0-9]+') tests)" ;;
+    77) result[$key]="NOT RUN: no usable GPU (see $log)" ;;
+    *) result[$key]="FAIL (rc $rc, see $log)" ;;
+  esac
+  [ "$rc" = 0 ] || failed=1
 }
 
 say "op-by-op suite (test_cuda_ops), whole models (test_cuda_backend), no-device path"
@@ -124,10 +127,14 @@ if [ "$bench" = 1 ]; then
   [ "$resnet50" = 1 ] && configs+=("r50 256 resnet50 imagenet 224")
   for cfg in "${configs[@]}"; do
     read -r tag batch arch stem size <<<"$cfg"
+    # cuDNN algorithms from heuristics (the default) and timed (SIEVE_CUDNN_BENCHMARK=1, as
+    # PyTorch's cudnn.benchmark below).
     for prec in fp32 bf16; do
-      say "sieve $arch $stem ${size}x$size batch $batch cuda $prec"
-      ips[$tag.sieve.$prec]=$(images_per_s "sieve_${tag}_$prec" "$bin" "$batch" "$steps" 5 "$arch" 1.0 0 cuda "$prec" "$stem" "$size")
-      cat "$logs/sieve_${tag}_$prec.log"
+      for find in 0 1; do
+        say "sieve $arch $stem ${size}x$size batch $batch cuda $prec SIEVE_CUDNN_BENCHMARK=$find"
+        ips[$tag.sieve.$prec.$find]=$(images_per_s "sieve_${tag}_${prec}_$find" env SIEVE_CUDNN_BENCHMARK=$find "$bin" "$batch" "$steps" 5 "$arch" 1.0 0 cuda "$prec" "$stem" "$size")
+        cat "$logs/sieve_${tag}_${prec}_$find.log"
+      done
     done
     for run in "fp32 eager" "bf16 eager" "bf16 compile"; do
       read -r prec mode <<<"$run"
@@ -158,15 +165,17 @@ if [ "$bench" = 1 ]; then
   for cfg in "${configs[@]}"; do
     read -r tag batch arch stem size <<<"$cfg"
     printf '\n%s %s %sx%s, batch %s: training step, median images/s\n' "$arch" "$stem" "$size" "$size" "$batch"
-    printf '  %-26s %12s\n' "sieve cuda fp32" "${ips[$tag.sieve.fp32]}"
-    printf '  %-26s %12s\n' "sieve cuda bf16" "${ips[$tag.sieve.bf16]}"
-    printf '  %-26s %12s\n' "torch fp32 eager" "${ips[$tag.torch.fp32.eager]}"
-    printf '  %-26s %12s\n' "torch bf16 eager" "${ips[$tag.torch.bf16.eager]}"
-    printf '  %-26s %12s\n' "torch bf16 compile" "${ips[$tag.torch.bf16.compile]}"
-    printf '  ratios: sieve fp32 / torch fp32 eager %s; sieve bf16 / torch bf16 eager %s, / compile %s\n' \
-      "$(ratio "${ips[$tag.sieve.fp32]}" "${ips[$tag.torch.fp32.eager]}")" \
-      "$(ratio "${ips[$tag.sieve.bf16]}" "${ips[$tag.torch.bf16.eager]}")" \
-      "$(ratio "${ips[$tag.sieve.bf16]}" "${ips[$tag.torch.bf16.compile]}")"
+    printf '  %-34s %12s\n' "sieve cuda fp32 (cuDNN heuristics)" "${ips[$tag.sieve.fp32.0]}"
+    printf '  %-34s %12s\n' "sieve cuda fp32 (cuDNN timed)" "${ips[$tag.sieve.fp32.1]}"
+    printf '  %-34s %12s\n' "sieve cuda bf16 (cuDNN heuristics)" "${ips[$tag.sieve.bf16.0]}"
+    printf '  %-34s %12s\n' "sieve cuda bf16 (cuDNN timed)" "${ips[$tag.sieve.bf16.1]}"
+    printf '  %-34s %12s\n' "torch fp32 eager" "${ips[$tag.torch.fp32.eager]}"
+    printf '  %-34s %12s\n' "torch bf16 eager" "${ips[$tag.torch.bf16.eager]}"
+    printf '  %-34s %12s\n' "torch bf16 compile" "${ips[$tag.torch.bf16.compile]}"
+    printf '  ratios (timed cuDNN): sieve fp32 / torch fp32 eager %s; sieve bf16 / torch bf16 eager %s, / compile %s\n' \
+      "$(ratio "${ips[$tag.sieve.fp32.1]}" "${ips[$tag.torch.fp32.eager]}")" \
+      "$(ratio "${ips[$tag.sieve.bf16.1]}" "${ips[$tag.torch.bf16.eager]}")" \
+      "$(ratio "${ips[$tag.sieve.bf16.1]}" "${ips[$tag.torch.bf16.compile]}")"
   done
 fi
 exit "$failed"
