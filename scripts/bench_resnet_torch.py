@@ -1,12 +1,15 @@
-#!/usr/bin/python3
+#!/usr/bin/env python3
 """PyTorch CPU peer of bench/bench_nn_resnet.cpp: the same CIFAR ResNet-18 (hand-written, no
 torchvision), same batch, threads and step (zero_grad, forward, CE, backward, SGD update).
 
-    /usr/bin/python3 scripts/bench_resnet_torch.py [batch=128] [steps=10] [warmup=2]
+    python scripts/bench_resnet_torch.py [batch=128] [steps=10] [warmup=2] [mode=fp32]
 
+mode: fp32 (eager, NCHW), bf16 (torch.autocast("cpu", bfloat16) + channels_last: PyTorch's
+best CPU mode on bf16 hardware), compile (torch.compile of the fp32 model) or compile-bf16.
 Threads: torch.set_num_threads(OMP_NUM_THREADS, default 2). Prints median images/s.
-Needs Debian's python3-torch (bench-only dependency).
+Runs in the bench environment (scripts/install_deps.sh --bench: current PyTorch from PyPI).
 """
+import contextlib
 import os
 import sys
 import time
@@ -62,26 +65,36 @@ def main():
     batch = int(sys.argv[1]) if len(sys.argv) > 1 else 128
     steps = int(sys.argv[2]) if len(sys.argv) > 2 else 10
     warmup = int(sys.argv[3]) if len(sys.argv) > 3 else 2
+    mode = sys.argv[4] if len(sys.argv) > 4 else "fp32"
+    if mode not in ("fp32", "bf16", "compile", "compile-bf16"):
+        sys.exit(f"bench_resnet_torch: mode '{mode}': expected fp32, bf16, compile or compile-bf16")
+    bf16 = mode.endswith("bf16")
     threads = int(os.environ.get("OMP_NUM_THREADS", "2"))
     torch.set_num_threads(threads)
     torch.manual_seed(1)
     model = ResNet18Cifar()
     model.train()
-    opt = torch.optim.SGD(model.parameters(), lr=0.01)
     x = torch.randn(batch, 3, 32, 32)
+    if bf16:  # channels_last lets oneDNN's bf16 kernels run without layout reorders
+        model = model.to(memory_format=torch.channels_last)
+        x = x.contiguous(memory_format=torch.channels_last)
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    run = torch.compile(model) if mode.startswith("compile") else model
     y = torch.arange(batch) % 10
+    autocast = (lambda: torch.autocast("cpu", dtype=torch.bfloat16)) if bf16 else contextlib.nullcontext
     times = []
     for s in range(warmup + steps):
         t = time.perf_counter()
         opt.zero_grad()
-        loss = F.cross_entropy(model(x), y)
+        with autocast():
+            loss = F.cross_entropy(run(x), y)
         loss.backward()
         opt.step()
         if s >= warmup:
             times.append(time.perf_counter() - t)
     times.sort()
     med = times[len(times) // 2]
-    print(f"torch {torch.__version__} mkldnn={torch.backends.mkldnn.is_available()} "
+    print(f"torch {torch.__version__} mode {mode} mkldnn={torch.backends.mkldnn.is_available()} "
           f"threads {torch.get_num_threads()} batch {batch}")
     print(f"step median      {med:.3f} s over {steps} steps")
     print(f"RESULT torch_images_per_s {batch / med:.2f}")
