@@ -101,17 +101,18 @@ static int run(int argc, char** argv) {
   std::sort(times.begin(), times.end());
   const double med = times[times.size() / 2];
   const double ips = batch / med;
-  std::printf("model            %s width %.3g (%s stem, %dx%d), batch %d, backend %s %s, "
-              "threads %d\n",
-              spec.arch.c_str(), spec.width, spec.stem.c_str(), spec.in_height, spec.in_width,
-              batch, spec.backend.c_str(), dtype_name(spec.dtype), omp_get_max_threads());
+  std::printf(
+      "model            %s width %.3g (%s stem, %dx%d), batch %d, backend %s %s, "
+      "threads %d\n",
+      spec.arch.c_str(), spec.width, spec.stem.c_str(), spec.in_height, spec.in_width, batch,
+      spec.backend.c_str(), dtype_name(spec.dtype), omp_get_max_threads());
   std::printf("step median      %.4f s over %d steps (min %.4f, max %.4f)\n", med, steps,
               times.front(), times.back());
   std::printf("images/s         %.1f\n", ips);
   const double train_gflop_per_img = 2 * forward_gmacs(spec) * 3;
   if (train_gflop_per_img > 0)
-    std::printf("train GFLOP/s    %.1f (%.2f GFLOP/img x %.1f img/s)\n",
-                ips * train_gflop_per_img, train_gflop_per_img, ips);
+    std::printf("train GFLOP/s    %.1f (%.2f GFLOP/img x %.1f img/s)\n", ips * train_gflop_per_img,
+                train_gflop_per_img, ips);
   if (do_sgemm) {
     const double peak = sgemm_gflops();
     std::printf("sgemm GFLOP/s    %.1f (4096^3, best of 3)", peak);

@@ -105,9 +105,8 @@ std::unique_ptr<nn::ConvOp> CudaBackend::conv2d(const nn::ConvShape& s) {
   return make_cudnn_conv(*this, s);
 }
 
-std::unique_ptr<nn::BatchNormOp> CudaBackend::batchnorm(int n, int c, int h, int w,
-                                                        bool fuse_relu, float momentum,
-                                                        float eps) {
+std::unique_ptr<nn::BatchNormOp> CudaBackend::batchnorm(int n, int c, int h, int w, bool fuse_relu,
+                                                        float momentum, float eps) {
   return make_batchnorm(*this, n, c, h, w, fuse_relu, momentum, eps);
 }
 
@@ -213,9 +212,9 @@ const CudaDeviceInfo& cuda_device_info() {
       cudaGetLastError();  // clear the "no driver / no device" error
       const char* visible = std::getenv("CUDA_VISIBLE_DEVICES");
       d.count = 0;
-      d.error = cat("no CUDA device visible (CUDA_VISIBLE_DEVICES=",
-                    visible ? visible : "<unset>", rc != cudaSuccess ? "; " : "",
-                    rc != cudaSuccess ? cudaGetErrorString(rc) : "", ")");
+      d.error =
+          cat("no CUDA device visible (CUDA_VISIBLE_DEVICES=", visible ? visible : "<unset>",
+              rc != cudaSuccess ? "; " : "", rc != cudaSuccess ? cudaGetErrorString(rc) : "", ")");
       return d;
     }
     int dev = 0;
@@ -245,8 +244,8 @@ bool cuda_backend_supports(DType dtype, bool /*native*/, std::string* why) {
     }
     if (dtype == DType::bf16 && d.major < 8) {
       if (why)
-        *why = cat("bf16 needs a GPU of compute capability 8.0 or newer; ", d.name, " is ",
-                   d.major, ".", d.minor);
+        *why = cat("bf16 needs a GPU of compute capability 8.0 or newer; ", d.name, " is ", d.major,
+                   ".", d.minor);
       return false;
     }
     return true;

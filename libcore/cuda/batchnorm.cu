@@ -19,9 +19,9 @@
 #include <algorithm>
 #include <memory>
 
+#include "cuda/backend_cuda.hpp"
 #include "cuda/cuda_check.hpp"
 #include "cuda/dtype.cuh"
-#include "cuda/backend_cuda.hpp"
 
 namespace sieve::cuda {
 namespace {
@@ -84,10 +84,10 @@ __global__ void bn_moments_kernel(const T* __restrict__ x, int m, int c, float* 
 //   mean, inv = 1/sqrt(var + eps) saved for backward; scale = gamma * inv for normalising;
 //   running stats updated exactly as update_running_stats (nn/backend_impl.hpp).
 __global__ void bn_finish_moments_kernel(const float* __restrict__ part, int blocks, int c, int m,
-                                         const float* __restrict__ gamma, float eps,
-                                         float momentum, float* __restrict__ mean_out,
-                                         float* __restrict__ inv_out, float* __restrict__ scale,
-                                         float* __restrict__ run_mean, float* __restrict__ run_var) {
+                                         const float* __restrict__ gamma, float eps, float momentum,
+                                         float* __restrict__ mean_out, float* __restrict__ inv_out,
+                                         float* __restrict__ scale, float* __restrict__ run_mean,
+                                         float* __restrict__ run_var) {
   __shared__ double sn[kFinishLanes][kTileC], smean[kFinishLanes][kTileC],
       sm2[kFinishLanes][kTileC];
   const int tx = threadIdx.x, ty = threadIdx.y;
@@ -134,8 +134,7 @@ __global__ void bn_eval_coefficients_kernel(const float* __restrict__ gamma,
 // y = (x - mean) * scale + beta, then max(., 0) if relu.
 template <typename T>
 __global__ void bn_normalize_kernel(const T* __restrict__ x, int m, int c,
-                                    const float* __restrict__ mean,
-                                    const float* __restrict__ scale,
+                                    const float* __restrict__ mean, const float* __restrict__ scale,
                                     const float* __restrict__ beta, bool relu, T* __restrict__ y) {
   const int ch = blockIdx.x * kTileC + threadIdx.x;
   if (ch >= c) return;
@@ -195,9 +194,8 @@ __global__ void bn_backward_sums_kernel(const T* __restrict__ x, const T* __rest
 // dx = gamma*inv*(g - sum_g/m - xhat*sum_gxhat/m) = k_g*g + k_x*(x - mean) + k_0.
 __global__ void bn_finish_backward_kernel(const float* __restrict__ part, int blocks, int c, int m,
                                           const float* __restrict__ gamma,
-                                          const float* __restrict__ inv,
-                                          float* __restrict__ dgamma, float* __restrict__ dbeta,
-                                          float* __restrict__ coef) {
+                                          const float* __restrict__ inv, float* __restrict__ dgamma,
+                                          float* __restrict__ dbeta, float* __restrict__ coef) {
   __shared__ double s_g[kFinishLanes][kTileC], s_gx[kFinishLanes][kTileC];
   const int tx = threadIdx.x, ty = threadIdx.y;
   const int ch = blockIdx.x * kTileC + tx;
@@ -245,8 +243,14 @@ __global__ void bn_backward_dx_kernel(const T* __restrict__ x, const T* __restri
 class CudaBatchNorm final : public nn::BatchNormOp {
  public:
   CudaBatchNorm(CudaBackend& be, int n, int c, int h, int w, bool relu, float momentum, float eps)
-      : be_(be), m_(n * h * w), c_(c), relu_(relu), momentum_(momentum), eps_(eps),
-        stats_(be), part_(be) {
+      : be_(be),
+        m_(n * h * w),
+        c_(c),
+        relu_(relu),
+        momentum_(momentum),
+        eps_(eps),
+        stats_(be),
+        part_(be) {
     SIEVE_ASSERT(m_ > 0 && c_ > 0, "batch norm over ", m_, " rows of ", c_, " channels");
     // Enough blocks to fill the GPU (8 of 256 threads per SM), each lane keeping >= 8 rows.
     const int tiles_c = (c_ + kTileC - 1) / kTileC;

@@ -64,8 +64,7 @@ std::string shape_text(const nn::ConvShape& s) {
 // Perf is cudnnConvolution{Fwd,BwdData,BwdFilter}AlgoPerf_t (same fields).
 template <typename Perf>
 const Perf& pick_algorithm(const std::vector<Perf>& results, int count, bool fma_only,
-                           bool deterministic_only, const char* direction,
-                           const nn::ConvShape& s) {
+                           bool deterministic_only, const char* direction, const nn::ConvShape& s) {
   for (int i = 0; i < count; ++i) {
     const Perf& p = results[i];
     if (p.status != CUDNN_STATUS_SUCCESS || p.memory > kMaxWorkspaceBytes) continue;
@@ -83,17 +82,18 @@ class CudnnConv final : public nn::ConvOp {
   CudnnConv(CudaBackend& be, const nn::ConvShape& s)
       : be_(be), s_(s), w_compute_(be), dw_scratch_(be) {
     const cudnnDataType_t type = cudnn_type(be.dtype());
-    SIEVE_CUDNN_CHECK(cudnnSetTensor4dDescriptor(x_.d, CUDNN_TENSOR_NHWC, type, s.n, s.c, s.h, s.w));
+    SIEVE_CUDNN_CHECK(
+        cudnnSetTensor4dDescriptor(x_.d, CUDNN_TENSOR_NHWC, type, s.n, s.c, s.h, s.w));
     SIEVE_CUDNN_CHECK(
         cudnnSetTensor4dDescriptor(y_.d, CUDNN_TENSOR_NHWC, type, s.n, s.k, s.oh(), s.ow()));
-    SIEVE_CUDNN_CHECK(cudnnSetFilter4dDescriptor(w_.d, type, CUDNN_TENSOR_NHWC, s.k, s.c, s.r, s.s));
+    SIEVE_CUDNN_CHECK(
+        cudnnSetFilter4dDescriptor(w_.d, type, CUDNN_TENSOR_NHWC, s.k, s.c, s.r, s.s));
     // fp32 without TF32: FMA kernels only. Otherwise tensor cores (TF32 for fp32 on sm_80+).
     const bool fma_only = be.dtype() == nn::DType::f32 && !be.allow_tf32();
     const cudnnMathType_t math = fma_only ? CUDNN_FMA_MATH : CUDNN_TENSOR_OP_MATH;
     for (ConvDesc* c : {&fwd_, &bwd_data_, &bwd_filter_}) {
-      SIEVE_CUDNN_CHECK(cudnnSetConvolution2dDescriptor(c->d, s.pad, s.pad, s.stride, s.stride, 1,
-                                                        1, CUDNN_CROSS_CORRELATION,
-                                                        CUDNN_DATA_FLOAT));
+      SIEVE_CUDNN_CHECK(cudnnSetConvolution2dDescriptor(
+          c->d, s.pad, s.pad, s.stride, s.stride, 1, 1, CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT));
       SIEVE_CUDNN_CHECK(cudnnSetConvolutionMathType(c->d, math));
     }
     int n = 0, c = 0, h = 0, w = 0;
@@ -109,28 +109,24 @@ class CudnnConv final : public nn::ConvOp {
   void forward(const nn::Act* x, const float* w, nn::Act* y) override {
     convert_weights(w);
     const float one = 1.f, zero = 0.f;
-    SIEVE_CUDNN_CHECK(cudnnConvolutionForward(be_.cudnn(), &one, x_.d, x, w_.d,
-                                              w_compute_.as<void>(), fwd_.d, fwd_algo_,
-                                              be_.workspace(workspace_bytes_), workspace_bytes_,
-                                              &zero, y_.d, y));
+    SIEVE_CUDNN_CHECK(cudnnConvolutionForward(
+        be_.cudnn(), &one, x_.d, x, w_.d, w_compute_.as<void>(), fwd_.d, fwd_algo_,
+        be_.workspace(workspace_bytes_), workspace_bytes_, &zero, y_.d, y));
   }
 
   void backward_data(const nn::Act* dy, const float* w, nn::Act* dx) override {
     convert_weights(w);
     const float one = 1.f, zero = 0.f;
-    SIEVE_CUDNN_CHECK(cudnnConvolutionBackwardData(be_.cudnn(), &one, w_.d, w_compute_.as<void>(),
-                                                   y_.d, dy, bwd_data_.d, bwd_data_algo_,
-                                                   be_.workspace(workspace_bytes_),
-                                                   workspace_bytes_, &zero, x_.d, dx));
+    SIEVE_CUDNN_CHECK(cudnnConvolutionBackwardData(
+        be_.cudnn(), &one, w_.d, w_compute_.as<void>(), y_.d, dy, bwd_data_.d, bwd_data_algo_,
+        be_.workspace(workspace_bytes_), workspace_bytes_, &zero, x_.d, dx));
   }
 
   void backward_weights(const nn::Act* x, const nn::Act* dy, float* dw) override {
     const float one = 1.f, zero = 0.f;
-    SIEVE_CUDNN_CHECK(cudnnConvolutionBackwardFilter(be_.cudnn(), &one, x_.d, x, y_.d, dy,
-                                                     bwd_filter_.d, bwd_filter_algo_,
-                                                     be_.workspace(workspace_bytes_),
-                                                     workspace_bytes_, &zero, w_.d,
-                                                     dw_scratch_.as<void>()));
+    SIEVE_CUDNN_CHECK(cudnnConvolutionBackwardFilter(
+        be_.cudnn(), &one, x_.d, x, y_.d, dy, bwd_filter_.d, bwd_filter_algo_,
+        be_.workspace(workspace_bytes_), workspace_bytes_, &zero, w_.d, dw_scratch_.as<void>()));
     dispatch_dtype(be_.dtype(), [&](auto tag) {
       using T = decltype(tag);
       launch_accumulate_ohwi_into_oihw(be_, dw_scratch_.as<T>(), dw, s_.k, s_.c, s_.r, s_.s);
@@ -167,8 +163,8 @@ class CudnnConv final : public nn::ConvOp {
     SIEVE_CUDNN_CHECK(cudnnGetConvolutionBackwardDataAlgorithmMaxCount(h, &max_count));
     std::vector<cudnnConvolutionBwdDataAlgoPerf_t> bd(max_count);
     if (bench)
-      SIEVE_CUDNN_CHECK(cudnnFindConvolutionBackwardDataAlgorithm(
-          h, w_.d, y_.d, bwd_data_.d, x_.d, max_count, &count, bd.data()));
+      SIEVE_CUDNN_CHECK(cudnnFindConvolutionBackwardDataAlgorithm(h, w_.d, y_.d, bwd_data_.d, x_.d,
+                                                                  max_count, &count, bd.data()));
     else
       SIEVE_CUDNN_CHECK(cudnnGetConvolutionBackwardDataAlgorithm_v7(
           h, w_.d, y_.d, bwd_data_.d, x_.d, max_count, &count, bd.data()));
@@ -191,8 +187,8 @@ class CudnnConv final : public nn::ConvOp {
     size_t fwd_bytes = 0, data_bytes = 0, filter_bytes = 0;
     SIEVE_CUDNN_CHECK(cudnnGetConvolutionForwardWorkspaceSize(h, x_.d, w_.d, fwd_.d, y_.d,
                                                               fwd_algo_, &fwd_bytes));
-    SIEVE_CUDNN_CHECK(cudnnGetConvolutionBackwardDataWorkspaceSize(
-        h, w_.d, y_.d, bwd_data_.d, x_.d, bwd_data_algo_, &data_bytes));
+    SIEVE_CUDNN_CHECK(cudnnGetConvolutionBackwardDataWorkspaceSize(h, w_.d, y_.d, bwd_data_.d, x_.d,
+                                                                   bwd_data_algo_, &data_bytes));
     SIEVE_CUDNN_CHECK(cudnnGetConvolutionBackwardFilterWorkspaceSize(
         h, x_.d, y_.d, bwd_filter_.d, w_.d, bwd_filter_algo_, &filter_bytes));
     workspace_bytes_ = std::max({fwd_bytes, data_bytes, filter_bytes});

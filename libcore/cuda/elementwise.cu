@@ -31,8 +31,7 @@ __global__ void map2_kernel(const T* a, const T* b, T* y, size_t count, Op op) {
     const Vec<T, V> x0 = av[i], x1 = bv[i];
     Vec<T, V> out;
 #pragma unroll
-    for (int k = 0; k < V; ++k)
-      out.v[k] = from_float<T>(op(to_float(x0.v[k]), to_float(x1.v[k])));
+    for (int k = 0; k < V; ++k) out.v[k] = from_float<T>(op(to_float(x0.v[k]), to_float(x1.v[k])));
     yv[i] = out;
   }
   for (size_t i = nvec * V + first; i < count; i += stride)
@@ -48,11 +47,11 @@ void map2(const CudaBackend& be, const T* a, const T* b, T* y, size_t count, Op 
   if (count == 0) return;
   constexpr int V = 16 / sizeof(T);
   if (aligned16(a) && aligned16(b) && aligned16(y)) {
-    map2_kernel<T, V><<<grid_blocks(be, (count + V - 1) / V, kThreads), kThreads, 0,
-                        be.stream()>>>(a, b, y, count, op);
-  } else {
-    map2_kernel<T, 1><<<grid_blocks(be, count, kThreads), kThreads, 0, be.stream()>>>(
+    map2_kernel<T, V><<<grid_blocks(be, (count + V - 1) / V, kThreads), kThreads, 0, be.stream()>>>(
         a, b, y, count, op);
+  } else {
+    map2_kernel<T, 1>
+        <<<grid_blocks(be, count, kThreads), kThreads, 0, be.stream()>>>(a, b, y, count, op);
   }
   SIEVE_CUDA_CHECK_LAUNCH();
 }
@@ -96,8 +95,8 @@ __global__ void nchw_to_nhwc_kernel(const float* __restrict__ x, T* __restrict__
 
 // OIHW fp32 -> OHWI (cuDNN's NHWC filter, KRSC) in T; one thread per output element.
 template <typename T>
-__global__ void oihw_to_ohwi_kernel(const float* __restrict__ w, T* __restrict__ out, int k,
-                                    int c, int r, int s) {
+__global__ void oihw_to_ohwi_kernel(const float* __restrict__ w, T* __restrict__ out, int k, int c,
+                                    int r, int s) {
   const size_t total = size_t(k) * c * r * s;
   for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < total;
        i += size_t(gridDim.x) * blockDim.x) {
@@ -157,12 +156,11 @@ void launch_cast_to_float(const CudaBackend& be, const T* x, float* y, size_t co
 }
 
 template <typename T>
-void launch_nchw_to_nhwc(const CudaBackend& be, const float* x, T* y, int n, int c, int h,
-                         int w) {
+void launch_nchw_to_nhwc(const CudaBackend& be, const float* x, T* y, int n, int c, int h, int w) {
   const size_t total = size_t(n) * c * h * w;
   if (total == 0) return;
-  nchw_to_nhwc_kernel<<<grid_blocks(be, total, kThreads), kThreads, 0, be.stream()>>>(x, y, n, c,
-                                                                                      h, w);
+  nchw_to_nhwc_kernel<<<grid_blocks(be, total, kThreads), kThreads, 0, be.stream()>>>(x, y, n, c, h,
+                                                                                      w);
   SIEVE_CUDA_CHECK_LAUNCH();
 }
 
@@ -170,8 +168,8 @@ template <typename T>
 void launch_oihw_to_ohwi(const CudaBackend& be, const float* w, T* w_ohwi, int k, int c, int r,
                          int s) {
   const size_t total = size_t(k) * c * r * s;
-  oihw_to_ohwi_kernel<<<grid_blocks(be, total, kThreads), kThreads, 0, be.stream()>>>(
-      w, w_ohwi, k, c, r, s);
+  oihw_to_ohwi_kernel<<<grid_blocks(be, total, kThreads), kThreads, 0, be.stream()>>>(w, w_ohwi, k,
+                                                                                      c, r, s);
   SIEVE_CUDA_CHECK_LAUNCH();
 }
 
@@ -179,22 +177,20 @@ template <typename T>
 void launch_accumulate_ohwi_into_oihw(const CudaBackend& be, const T* grad_ohwi, float* dw_oihw,
                                       int k, int c, int r, int s) {
   const size_t total = size_t(k) * c * r * s;
-  accumulate_ohwi_into_oihw_kernel<<<grid_blocks(be, total, kThreads), kThreads, 0,
-                                     be.stream()>>>(grad_ohwi, dw_oihw, k, c, r, s);
+  accumulate_ohwi_into_oihw_kernel<<<grid_blocks(be, total, kThreads), kThreads, 0, be.stream()>>>(
+      grad_ohwi, dw_oihw, k, c, r, s);
   SIEVE_CUDA_CHECK_LAUNCH();
 }
 
-#define SIEVE_INSTANTIATE_ELEMENTWISE(T)                                                        \
-  template void launch_relu_forward<T>(const CudaBackend&, const T*, T*, size_t);              \
-  template void launch_relu_backward<T>(const CudaBackend&, const T*, const T*, T*, size_t);   \
-  template void launch_add<T>(const CudaBackend&, const T*, const T*, T*, size_t);             \
-  template void launch_cast_from_float<T>(const CudaBackend&, const float*, T*, size_t);       \
-  template void launch_cast_to_float<T>(const CudaBackend&, const T*, float*, size_t);         \
-  template void launch_nchw_to_nhwc<T>(const CudaBackend&, const float*, T*, int, int, int,    \
-                                       int);                                                   \
-  template void launch_oihw_to_ohwi<T>(const CudaBackend&, const float*, T*, int, int, int,    \
-                                       int);                                                   \
-  template void launch_accumulate_ohwi_into_oihw<T>(const CudaBackend&, const T*, float*, int, \
+#define SIEVE_INSTANTIATE_ELEMENTWISE(T)                                                          \
+  template void launch_relu_forward<T>(const CudaBackend&, const T*, T*, size_t);                 \
+  template void launch_relu_backward<T>(const CudaBackend&, const T*, const T*, T*, size_t);      \
+  template void launch_add<T>(const CudaBackend&, const T*, const T*, T*, size_t);                \
+  template void launch_cast_from_float<T>(const CudaBackend&, const float*, T*, size_t);          \
+  template void launch_cast_to_float<T>(const CudaBackend&, const T*, float*, size_t);            \
+  template void launch_nchw_to_nhwc<T>(const CudaBackend&, const float*, T*, int, int, int, int); \
+  template void launch_oihw_to_ohwi<T>(const CudaBackend&, const float*, T*, int, int, int, int); \
+  template void launch_accumulate_ohwi_into_oihw<T>(const CudaBackend&, const T*, float*, int,    \
                                                     int, int, int);
 SIEVE_INSTANTIATE_ELEMENTWISE(float)
 SIEVE_INSTANTIATE_ELEMENTWISE(bf16)

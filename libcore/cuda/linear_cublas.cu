@@ -32,7 +32,8 @@ __global__ void bias_add_kernel(const float* acc, const float* __restrict__ b, T
 // fixed tree adds the lanes (deterministic, and no serial walk down all rows per column).
 constexpr int kSumColumns = 32, kSumLanes = 8;
 template <typename T>
-__global__ void column_sum_kernel(const T* __restrict__ dy, int n, int out, float* __restrict__ db) {
+__global__ void column_sum_kernel(const T* __restrict__ dy, int n, int out,
+                                  float* __restrict__ db) {
   __shared__ float partial[kSumLanes][kSumColumns];
   const int tx = threadIdx.x, ty = threadIdx.y;
   const int o = blockIdx.x * kSumColumns + tx;
@@ -51,8 +52,13 @@ __global__ void column_sum_kernel(const T* __restrict__ dy, int n, int out, floa
 class CublasLinear final : public nn::LinearOp {
  public:
   CublasLinear(CudaBackend& be, int n, int in, int out)
-      : be_(be), n_(n), in_(in), out_(out), bf16_(be.dtype() == nn::DType::bf16),
-        w_low_(be), acc_(be) {
+      : be_(be),
+        n_(n),
+        in_(in),
+        out_(out),
+        bf16_(be.dtype() == nn::DType::bf16),
+        w_low_(be),
+        acc_(be) {
     SIEVE_ASSERT(n > 0 && in > 0 && out > 0, "linear ", n, "x", in, " -> ", out);
     if (bf16_) {
       w_low_.ensure(size_t(out) * in * sizeof(bf16));
@@ -91,9 +97,8 @@ class CublasLinear final : public nn::LinearOp {
     if (db) {
       dispatch_dtype(be_.dtype(), [&](auto tag) {
         using T = decltype(tag);
-        column_sum_kernel<T><<<(out_ + kSumColumns - 1) / kSumColumns,
-                               dim3(kSumColumns, kSumLanes), 0, be_.stream()>>>(
-            static_cast<const T*>(dy), n_, out_, db);
+        column_sum_kernel<T><<<(out_ + kSumColumns - 1) / kSumColumns, dim3(kSumColumns, kSumLanes),
+                               0, be_.stream()>>>(static_cast<const T*>(dy), n_, out_, db);
       });
       SIEVE_CUDA_CHECK_LAUNCH();
     }

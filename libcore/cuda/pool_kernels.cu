@@ -87,8 +87,8 @@ __global__ void avgpool_forward_kernel(const T* __restrict__ x, T* __restrict__ 
 }
 
 template <typename T>
-__global__ void avgpool_backward_kernel(const T* __restrict__ dy, T* __restrict__ dx, int n,
-                                        int c, int hw) {
+__global__ void avgpool_backward_kernel(const T* __restrict__ dy, T* __restrict__ dx, int n, int c,
+                                        int hw) {
   const size_t total = size_t(n) * hw * c;
   const float inv = 1.f / hw;
   for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < total;
@@ -111,10 +111,8 @@ class CudaMaxPool final : public nn::MaxPoolOp {
     uint8_t* winner = training ? static_cast<uint8_t*>(winner_.ensure(outputs)) : nullptr;
     dispatch_dtype(be_.dtype(), [&](auto tag) {
       using T = decltype(tag);
-      maxpool_forward_kernel<T><<<grid_blocks(be_, outputs, kThreads), kThreads, 0,
-                                  be_.stream()>>>(s_, s_.oh(), s_.ow(),
-                                                  static_cast<const T*>(x), static_cast<T*>(y),
-                                                  winner);
+      maxpool_forward_kernel<T><<<grid_blocks(be_, outputs, kThreads), kThreads, 0, be_.stream()>>>(
+          s_, s_.oh(), s_.ow(), static_cast<const T*>(x), static_cast<T*>(y), winner);
     });
     SIEVE_CUDA_CHECK_LAUNCH();
     trained_ = training;
@@ -126,9 +124,9 @@ class CudaMaxPool final : public nn::MaxPoolOp {
     const size_t inputs = size_t(s_.n) * s_.h * s_.w * s_.c;
     dispatch_dtype(be_.dtype(), [&](auto tag) {
       using T = decltype(tag);
-      maxpool_backward_kernel<T><<<grid_blocks(be_, inputs, kThreads), kThreads, 0,
-                                   be_.stream()>>>(s_, s_.oh(), s_.ow(), winner_.as<uint8_t>(),
-                                                   static_cast<const T*>(dy), static_cast<T*>(dx));
+      maxpool_backward_kernel<T><<<grid_blocks(be_, inputs, kThreads), kThreads, 0, be_.stream()>>>(
+          s_, s_.oh(), s_.ow(), winner_.as<uint8_t>(), static_cast<const T*>(dy),
+          static_cast<T*>(dx));
     });
     SIEVE_CUDA_CHECK_LAUNCH();
   }
@@ -150,8 +148,8 @@ template <typename T>
 void launch_avgpool_forward(const CudaBackend& be, const T* x, T* y, int n, int c, int hw) {
   const size_t total = size_t(n) * c;
   if (total == 0) return;
-  avgpool_forward_kernel<<<grid_blocks(be, total, kThreads), kThreads, 0, be.stream()>>>(x, y, n,
-                                                                                        c, hw);
+  avgpool_forward_kernel<<<grid_blocks(be, total, kThreads), kThreads, 0, be.stream()>>>(x, y, n, c,
+                                                                                         hw);
   SIEVE_CUDA_CHECK_LAUNCH();
 }
 
@@ -159,8 +157,8 @@ template <typename T>
 void launch_avgpool_backward(const CudaBackend& be, const T* dy, T* dx, int n, int c, int hw) {
   const size_t total = size_t(n) * c * hw;
   if (total == 0) return;
-  avgpool_backward_kernel<<<grid_blocks(be, total, kThreads), kThreads, 0, be.stream()>>>(
-      dy, dx, n, c, hw);
+  avgpool_backward_kernel<<<grid_blocks(be, total, kThreads), kThreads, 0, be.stream()>>>(dy, dx, n,
+                                                                                          c, hw);
   SIEVE_CUDA_CHECK_LAUNCH();
 }
 
@@ -169,7 +167,6 @@ template void launch_avgpool_forward<float>(const CudaBackend&, const float*, fl
 template void launch_avgpool_forward<bf16>(const CudaBackend&, const bf16*, bf16*, int, int, int);
 template void launch_avgpool_backward<float>(const CudaBackend&, const float*, float*, int, int,
                                              int);
-template void launch_avgpool_backward<bf16>(const CudaBackend&, const bf16*, bf16*, int, int,
-                                            int);
+template void launch_avgpool_backward<bf16>(const CudaBackend&, const bf16*, bf16*, int, int, int);
 
 }  // namespace sieve::cuda
