@@ -116,13 +116,6 @@ Trainer::Trainer(const Comm& comm, TrainOptions opt, const SplitData& train,
               " samples is smaller than the ", comm.size(),
               " ranks: every rank needs at least one sample per step");
   model_ = nn::make_model(s);
-  // The optimizer, the gradient reducer and the non-finite check below read the flat
-  // buffers on the host; a device-resident path (fused optimizer kernel, NCCL) is the CUDA
-  // backend's next step (docs/engine.md).
-  if (model_->device() != nn::Device::cpu)
-    throw UsageError(cat("backend '", s.backend, "': training on ", nn::device_name(model_->device()),
-                         " is not available yet (the trainer's optimizer and gradient reduction "
-                         "run on the host); use backend cpu"));
   nn::init_params(*model_, o_.seed);
   opt_ = std::make_unique<SgdOptimizer>(param_slices(*model_), model_->num_params(), o_.opt);
   o_.sched.global_batch = sampler_.batch_size();
@@ -133,8 +126,27 @@ Trainer::Trainer(const Comm& comm, TrainOptions opt, const SplitData& train,
 Trainer::~Trainer() = default;
 
 void Trainer::broadcast_state() {
-  comm_.bcast(model_->params(), model_->num_params());
-  for (auto& b : model_->buffers()) comm_.bcast(b.data, b.size);
+  if (model_->device() == nn::Device::cpu) {
+    comm_.bcast(model_->params(), model_->num_params());
+  } else {
+    std::vector<float> p = model_->params_to_host();
+    comm_.bcast(p.data(), p.size());
+    model_->params_from_host(p.data());
+  }
+  broadcast_buffers();
+}
+
+void Trainer::broadcast_buffers() {
+  for (auto& b : model_->buffers()) {
+    if (model_->device() == nn::Device::cpu) {
+      comm_.bcast(b.data, b.size);
+      continue;
+    }
+    std::vector<float> v(b.size);
+    model_->buffer_to_host(b, v.data());
+    comm_.bcast(v.data(), v.size());
+    model_->buffer_from_host(b, v.data());
+  }
 }
 
 void Trainer::checkpoint(const TrainState& st) {
@@ -209,10 +221,26 @@ TrainResult Trainer::run(bool resume) {
   const int64_t micro = o_.micro_batch > 0 ? std::min(o_.micro_batch, per_rank) : per_rank;
   const int64_t accum = comm_.allreduce_max((per_rank + micro - 1) / micro);
 
+  // Where the optimizer, the reducer and the non-finite check see the flat buffers: the
+  // model's own on the CPU; on a device (cuda) host copies, staged once per step: gradients
+  // down after backward, parameters up after the update (host master weights). Staging costs
+  // two PCIe copies of the parameters per step and gives up overlapping the reduction with
+  // backward; a device-resident optimizer and NCCL reduction are the fast path to come.
+  // SIEVE_DEBUG_STAGE_HOST=1 stages on the CPU too, so tests pin the staged path to the direct
+  // one (same weights, bitwise) on machines without a GPU.
+  const char* force_stage = std::getenv("SIEVE_DEBUG_STAGE_HOST");
+  const bool staged = model_->device() != nn::Device::cpu || (force_stage && *force_stage == '1');
+  std::vector<float> params_stage, grads_stage;
+  if (staged) {
+    params_stage = model_->params_to_host();
+    grads_stage.assign(model_->num_params(), 0.f);
+  }
+  float* P = staged ? params_stage.data() : model_->params();
+  float* G = staged ? grads_stage.data() : model_->grads();
   std::vector<std::pair<size_t, size_t>> covered;
   for (const auto& p : model_->param_info()) covered.push_back({p.offset, p.size});
-  GradReducer reducer(comm_, model_->grads(), model_->num_params(), covered);
-  model_->set_grad_ready_hook([&](size_t off, size_t cnt) { reducer.ready(off, cnt); });
+  GradReducer reducer(comm_, G, model_->num_params(), covered);
+  if (!staged) model_->set_grad_ready_hook([&](size_t off, size_t cnt) { reducer.ready(off, cnt); });
 
   // Fault injection for tests (docs/training.md): poison a gradient, raise SIGUSR1, or die
   // by SIGKILL (as `kill -9`) at a given optimizer step, on rank 0.
@@ -263,8 +291,7 @@ TrainResult Trainer::run(bool resume) {
     for (int64_t s = st.step_in_epoch; s < steps_per_epoch; ++s) {
       const double lr = sched.lr_at(st.step);
       model_->zero_grad();
-      if (comm_.size() > 1)
-        for (auto& b : model_->buffers()) comm_.bcast(b.data, b.size);
+      if (comm_.size() > 1) broadcast_buffers();
       double stats[4] = {0, 0, 0, 0};  // loss sum, correct, non-finite, stop
       auto next_chunks = (s + 1 < steps_per_epoch) ? chunks_of(e, s + 1)
                                                    : std::vector<std::vector<int64_t>>{};
@@ -289,8 +316,9 @@ TrainResult Trainer::run(bool resume) {
         stats[1] += correct;
       }
       if (chunks.empty()) reducer.arm();
+      if (staged) model_->backend().to_host(G, model_->grads(), model_->num_params() * sizeof(float));
       reducer.finish();
-      float* g = model_->grads();
+      float* g = G;
       if (st.step == nan_step && comm_.is_root()) g[0] = std::nanf("");
       double gsum = 0;
       for (size_t i = 0; i < model_->num_params(); ++i) gsum += g[i];
@@ -312,7 +340,8 @@ TrainResult Trainer::run(bool resume) {
                            last.empty() ? "none" : last),
                        st.step, e + 1, res);
       }
-      opt_->step(model_->params(), g, lr);
+      opt_->step(P, g, lr);
+      if (staged) model_->params_from_host(P);
       ++st.step;
       st.step_in_epoch = s + 1;
       st.loss_sum += stats[0];

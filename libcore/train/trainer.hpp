@@ -98,7 +98,8 @@ class Trainer {
   void set_epoch_hook(EpochHook hook) { epoch_hook_ = std::move(hook); }
 
  private:
-  void broadcast_state();
+  void broadcast_state();    // parameters and BN buffers from rank 0
+  void broadcast_buffers();  // BN buffers from rank 0 (every step, as DDP)
   void checkpoint(const TrainState& st);
 
   const Comm& comm_;
