@@ -59,6 +59,10 @@ std::string shape_text(const nn::ConvShape& s) {
              s.s, "] stride ", s.stride, " pad ", s.pad);
 }
 
+bool uses_tensor_cores(cudnnMathType_t math) {
+  return math == CUDNN_TENSOR_OP_MATH || math == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION;
+}
+
 // The first usable result in cuDNN's order (best first): it ran / is supported, fits the
 // workspace cap, computes in an allowed math mode and, if asked, is deterministic.
 // Perf is cudnnConvolution{Fwd,BwdData,BwdFilter}AlgoPerf_t (same fields).
@@ -68,7 +72,7 @@ const Perf& pick_algorithm(const std::vector<Perf>& results, int count, bool fma
   for (int i = 0; i < count; ++i) {
     const Perf& p = results[i];
     if (p.status != CUDNN_STATUS_SUCCESS || p.memory > kMaxWorkspaceBytes) continue;
-    if (fma_only && p.mathType != CUDNN_FMA_MATH) continue;
+    if (fma_only && uses_tensor_cores(p.mathType)) continue;
     if (deterministic_only && p.determinism != CUDNN_DETERMINISTIC) continue;
     return p;
   }
@@ -141,8 +145,14 @@ class CudnnConv final : public nn::ConvOp {
     });
   }
 
-  // One algorithm per direction; each direction's descriptor gets the math type its algorithm
-  // was chosen with (cuDNN picks kernels by algorithm AND math type).
+  // cuDNN picks kernels by algorithm AND math type, so a direction's descriptor takes the math
+  // type its algorithm was reported with; except in strict fp32, where it stays FMA_MATH
+  // (DEFAULT_MATH would let sm_80+ run TF32).
+  static void set_math_type(const ConvDesc& desc, cudnnMathType_t reported, bool fma_only) {
+    if (!fma_only) SIEVE_CUDNN_CHECK(cudnnSetConvolutionMathType(desc.d, reported));
+  }
+
+  // One algorithm per direction, then the workspace for the largest of the three.
   void choose_algorithms(bool fma_only) {
     cudnnHandle_t h = be_.cudnn();
     const bool bench = be_.cudnn_benchmark(), det = be_.cudnn_deterministic();
@@ -158,7 +168,7 @@ class CudnnConv final : public nn::ConvOp {
                                                                max_count, &count, fwd.data()));
     const auto& f = pick_algorithm(fwd, count, fma_only, det, "forward", s_);
     fwd_algo_ = f.algo;
-    SIEVE_CUDNN_CHECK(cudnnSetConvolutionMathType(fwd_.d, f.mathType));
+    set_math_type(fwd_, f.mathType, fma_only);
 
     SIEVE_CUDNN_CHECK(cudnnGetConvolutionBackwardDataAlgorithmMaxCount(h, &max_count));
     std::vector<cudnnConvolutionBwdDataAlgoPerf_t> bd(max_count);
@@ -170,7 +180,7 @@ class CudnnConv final : public nn::ConvOp {
           h, w_.d, y_.d, bwd_data_.d, x_.d, max_count, &count, bd.data()));
     const auto& d = pick_algorithm(bd, count, fma_only, det, "backward-data", s_);
     bwd_data_algo_ = d.algo;
-    SIEVE_CUDNN_CHECK(cudnnSetConvolutionMathType(bwd_data_.d, d.mathType));
+    set_math_type(bwd_data_, d.mathType, fma_only);
 
     SIEVE_CUDNN_CHECK(cudnnGetConvolutionBackwardFilterAlgorithmMaxCount(h, &max_count));
     std::vector<cudnnConvolutionBwdFilterAlgoPerf_t> bf(max_count);
@@ -182,7 +192,7 @@ class CudnnConv final : public nn::ConvOp {
           h, x_.d, y_.d, bwd_filter_.d, w_.d, max_count, &count, bf.data()));
     const auto& g = pick_algorithm(bf, count, fma_only, det, "backward-filter", s_);
     bwd_filter_algo_ = g.algo;
-    SIEVE_CUDNN_CHECK(cudnnSetConvolutionMathType(bwd_filter_.d, g.mathType));
+    set_math_type(bwd_filter_, g.mathType, fma_only);
 
     size_t fwd_bytes = 0, data_bytes = 0, filter_bytes = 0;
     SIEVE_CUDNN_CHECK(cudnnGetConvolutionForwardWorkspaceSize(h, x_.d, w_.d, fwd_.d, y_.d,
