@@ -12,7 +12,9 @@
 #   3. ctest -L gpu (op suite, whole-model comparisons, SGD kernel, host-side CUDA checks);
 #   4. the op-by-op suite per dtype (test_cuda_ops: cuda fp32 and bf16 against the ref
 #      backend), the model comparisons with their measured differences (test_cuda_backend),
-#      and the no-device error path (test_cuda_host with CUDA_VISIBLE_DEVICES empty);
+#      bitwise-reproducible training steps with SIEVE_CUDNN_DETERMINISTIC=1
+#      (test_cuda_determinism), and the no-device error path (test_cuda_host with
+#      CUDA_VISIBLE_DEVICES empty);
 #   5. training-step throughput, median images/s: CIFAR ResNet-18 batch 512 on backend cuda
 #      in fp32 and bf16 (bench_nn_resnet; cuDNN algorithms from heuristics, and timed with
 #      SIEVE_CUDNN_BENCHMARK=1), PyTorch fp32 eager and bf16 eager / torch.compile
@@ -93,10 +95,11 @@ run_test() {  # key, log name, command...
   [ "$rc" = 0 ] || failed=1
 }
 
-say "op-by-op suite (test_cuda_ops), whole models (test_cuda_backend), no-device path"
+say "op-by-op suite (test_cuda_ops), whole models (test_cuda_backend), determinism, no-device path"
 run_test ops_fp32 ops_fp32 "$build/tests/test_cuda_ops" --gtest_filter='*/cuda_fp32'
 run_test ops_bf16 ops_bf16 "$build/tests/test_cuda_ops" --gtest_filter='*/cuda_bf16'
 run_test models models "$build/tests/test_cuda_backend"
+run_test determinism determinism "$build/tests/test_cuda_determinism"
 run_test no_device no_device env CUDA_VISIBLE_DEVICES= "$build/tests/test_cuda_host"
 grep -hE "^\[  FAILED  \]|Failure|rel diff|cosine" "$logs"/ops_*.log "$logs/models.log" || true
 
@@ -160,6 +163,7 @@ printf '%-44s %s\n' "ctest -L gpu" "${result[ctest]}"
 printf '%-44s %s\n' "op suite cuda fp32 vs ref (tol 1e-4)" "${result[ops_fp32]}"
 printf '%-44s %s\n' "op suite cuda bf16 vs ref (tol 2e-2)" "${result[ops_bf16]}"
 printf '%-44s %s\n' "ResNet-18/50 cuda vs cpu, kernel edges" "${result[models]}"
+printf '%-44s %s\n' "bitwise-reproducible steps (deterministic)" "${result[determinism]}"
 printf '%-44s %s\n' "no-device UsageError (CUDA_VISIBLE_DEVICES=)" "${result[no_device]}"
 if [ "$bench" = 1 ]; then
   for cfg in "${configs[@]}"; do
