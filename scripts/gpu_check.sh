@@ -1,37 +1,59 @@
 #!/usr/bin/env bash
-# One command on a GPU machine: build Sieve with its CUDA backend, run the GPU tests, and
-# benchmark training steps against PyTorch on the same GPU. Works offline (no dependency
-# installation: the machine needs the build dependencies, the CUDA toolkit with cuDNN/NCCL,
-# and, for the peer figures, a python3 with PyTorch).
+# One command on a GPU machine: build Sieve's CUDA backend, run the GPU tests, and benchmark
+# training steps against PyTorch on the same GPU. Works offline (no dependency installation:
+# the machine needs Sieve's build dependencies, the CUDA toolkit with cuDNN/NCCL, and, for
+# the peer figures, a python3 with PyTorch).
 #
-#   scripts/gpu_check.sh [--skip-build] [--no-bench] [--no-resnet50]
+#   scripts/gpu_check.sh [--skip-build] [--no-tests] [--no-bench] [--models r18,r50]
 #
 # Steps (logs under build-gpu/gpu_check/):
 #   1. nvidia-smi -L;
-#   2. configure + build Release with CUDA (sm_90) into build-gpu, all cores;
-#   3. ctest -L gpu (op suite, whole-model comparisons, SGD kernel, host-side CUDA checks);
+#   2. configure Release with CUDA (sm_90) into build-gpu and build, on all cores, what the
+#      steps below run: the GPU test binaries (tests/gpu/test_cuda_*.cpp) and bench_nn_resnet;
+#   3. ctest -L gpu (op suite, whole-model comparisons, determinism, SGD kernel, NCCL,
+#      host-side CUDA checks); a skipped test counts as a failure here;
 #   4. the op-by-op suite per dtype (test_cuda_ops: cuda fp32 and bf16 against the ref
 #      backend), the model comparisons with their measured differences (test_cuda_backend),
 #      bitwise-reproducible training steps with SIEVE_CUDNN_DETERMINISTIC=1
 #      (test_cuda_determinism), and the no-device error path (test_cuda_host with
 #      CUDA_VISIBLE_DEVICES empty);
-#   5. training-step throughput, median images/s: CIFAR ResNet-18 batch 512 on backend cuda
-#      in fp32 and bf16 (bench_nn_resnet; cuDNN algorithms from heuristics, and timed with
+#   5. training-step throughput, median images/s: r18 = CIFAR ResNet-18 batch 512, r50 =
+#      ImageNet ResNet-50 224x224 batch 256; Sieve on backend cuda in fp32 and bf16
+#      (bench_nn_resnet; cuDNN algorithms from heuristics, and timed with
 #      SIEVE_CUDNN_BENCHMARK=1), PyTorch fp32 eager and bf16 eager / torch.compile
-#      (scripts/bench_resnet_torch_cuda.py); ImageNet ResNet-50 224x224 batch 256 likewise;
-#   6. a summary table (last lines of the output). Exit status 1 if the build or any test
-#      failed; a failed benchmark shows as FAIL in the table.
+#      (scripts/bench_resnet_torch_cuda.py);
+#   6. a summary table (the last lines). Exit status 1 if the build or any test failed; a
+#      failed benchmark shows as FAIL in the table.
+# Where one command may run only ~10 minutes, run it in phases:
+#   scripts/gpu_check.sh --no-bench                          # build + tests
+#   scripts/gpu_check.sh --skip-build --no-tests --models r18
+#   scripts/gpu_check.sh --skip-build --no-tests --models r50
 # Environment: SIEVE_JOBS (default nproc), SIEVE_GPU_STEPS (timed steps, default 30).
 set -uo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$root" || exit 1
-skip_build=0 bench=1 resnet50=1
-for a in "$@"; do
-  case "$a" in
+skip_build=0 tests=1 bench=1 models="r18,r50"
+usage="--skip-build, --no-tests, --no-bench, --models r18,r50"
+while [ $# -gt 0 ]; do
+  case "$1" in
     --skip-build) skip_build=1 ;;
+    --no-tests) tests=0 ;;
     --no-bench) bench=0 ;;
-    --no-resnet50) resnet50=0 ;;
-    *) echo "gpu_check: unknown argument '$a' (--skip-build, --no-bench, --no-resnet50)" >&2; exit 2 ;;
+    --models)
+      models="${2:-}"
+      shift
+      ;;
+    *) echo "gpu_check: unknown argument '$1' ($usage)" >&2; exit 2 ;;
+  esac
+  shift
+done
+# Benchmark configurations: tag, batch, arch, stem, input size.
+configs=()
+for m in ${models//,/ }; do
+  case "$m" in
+    r18) configs+=("r18 512 resnet18 cifar 32") ;;
+    r50) configs+=("r50 256 resnet50 imagenet 224") ;;
+    *) echo "gpu_check: unknown model '$m' (r18, r50)" >&2; exit 2 ;;
   esac
 done
 export SIEVE_BUILD_DIR="$root/build-gpu"
@@ -57,8 +79,10 @@ fi
 
 if [ "$skip_build" = 0 ]; then
   say "configure + build ($build, -j$jobs)"
+  targets=(bench_nn_resnet)
+  for src in tests/gpu/test_cuda_*.cpp; do targets+=("$(basename "$src" .cpp)"); done
   if cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DSIEVE_ENABLE_CUDA=ON \
-      -DCMAKE_CUDA_ARCHITECTURES=90 && cmake --build "$build" -j"$jobs"; then
+      -DCMAKE_CUDA_ARCHITECTURES=90 && cmake --build "$build" -j"$jobs" --target "${targets[@]}"; then
     result[build]=ok
   else
     echo "gpu_check: the build failed; nothing else can run" >&2
@@ -68,19 +92,6 @@ else
   result[build]="skipped (--skip-build)"
 fi
 mkdir -p "$logs"
-
-say "ctest -L gpu"
-if ctest --test-dir "$build" -L gpu --output-on-failure --timeout 1200 2>&1 | tee "$logs/ctest_gpu.log"; then
-  result[ctest]="pass ($(grep -Eo '[0-9]+% tests passed, [0-9]+ tests failed out of [0-9]+' "$logs/ctest_gpu.log" | tail -1))"
-else
-  result[ctest]="FAIL (see $logs/ctest_gpu.log)"
-  failed=1
-fi
-# ctest counts a skip (exit 77) as not failed: a GPU machine must not skip.
-if grep -q "Skipped\|\*\*\*Skipped" "$logs/ctest_gpu.log"; then
-  result[ctest]="${result[ctest]}; SKIPPED tests: the GPU was not usable"
-  failed=1
-fi
 
 run_test() {  # key, log name, command...
   local key="$1" log="$logs/$2.log"
@@ -95,19 +106,35 @@ run_test() {  # key, log name, command...
   [ "$rc" = 0 ] || failed=1
 }
 
-say "op-by-op suite (test_cuda_ops), whole models (test_cuda_backend), determinism, no-device path"
-run_test ops_fp32 ops_fp32 "$build/tests/test_cuda_ops" --gtest_filter='*/cuda_fp32'
-run_test ops_bf16 ops_bf16 "$build/tests/test_cuda_ops" --gtest_filter='*/cuda_bf16'
-run_test models models "$build/tests/test_cuda_backend"
-run_test determinism determinism "$build/tests/test_cuda_determinism"
-run_test no_device no_device env CUDA_VISIBLE_DEVICES= "$build/tests/test_cuda_host"
-grep -hE "^\[  FAILED  \]|Failure|rel diff|cosine" "$logs"/ops_*.log "$logs/models.log" || true
+for key in ctest ops_fp32 ops_bf16 models determinism no_device; do result[$key]="not run (--no-tests)"; done
+if [ "$tests" = 1 ]; then
+  say "ctest -L gpu"
+  if ctest --test-dir "$build" -L gpu --output-on-failure --timeout 1200 2>&1 | tee "$logs/ctest_gpu.log"; then
+    result[ctest]="pass ($(grep -Eo '[0-9]+% tests passed, [0-9]+ tests failed out of [0-9]+' "$logs/ctest_gpu.log" | tail -1))"
+  else
+    result[ctest]="FAIL (see $logs/ctest_gpu.log)"
+    failed=1
+  fi
+  # ctest counts a skip (exit 77) as not failed: a GPU machine must not skip.
+  if grep -q "Skipped\|\*\*\*Skipped" "$logs/ctest_gpu.log"; then
+    result[ctest]="${result[ctest]}; SKIPPED tests: the GPU was not usable"
+    failed=1
+  fi
+
+  say "op-by-op suite (test_cuda_ops), whole models (test_cuda_backend), determinism, no-device path"
+  run_test ops_fp32 ops_fp32 "$build/tests/test_cuda_ops" --gtest_filter='*/cuda_fp32'
+  run_test ops_bf16 ops_bf16 "$build/tests/test_cuda_ops" --gtest_filter='*/cuda_bf16'
+  run_test models models "$build/tests/test_cuda_backend"
+  run_test determinism determinism "$build/tests/test_cuda_determinism"
+  run_test no_device no_device env CUDA_VISIBLE_DEVICES= "$build/tests/test_cuda_host"
+  grep -hE "^\[  FAILED  \]|Failure|rel diff|cosine" "$logs"/ops_*.log "$logs/models.log" || true
+fi
 
 # Median images/s of one benchmark run, or FAIL.
 images_per_s() {  # log name, command...
   local log="$logs/$1.log"
   shift
-  if timeout 900 "$@" >"$log" 2>&1; then
+  if timeout 480 "$@" >"$log" 2>&1; then
     grep -Eo 'RESULT [a-z_]+ [0-9.]+' "$log" | awk '{print $3}' | tail -1
   else
     echo FAIL
@@ -126,8 +153,6 @@ declare -A ips
 if [ "$bench" = 1 ]; then
   bin="$build/bench/bench_nn_resnet"
   torch_bench="$root/scripts/bench_resnet_torch_cuda.py"
-  configs=("r18 512 resnet18 cifar 32")
-  [ "$resnet50" = 1 ] && configs+=("r50 256 resnet50 imagenet 224")
   for cfg in "${configs[@]}"; do
     read -r tag batch arch stem size <<<"$cfg"
     # cuDNN algorithms from heuristics (the default) and timed (SIEVE_CUDNN_BENCHMARK=1, as
