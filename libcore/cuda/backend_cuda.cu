@@ -70,7 +70,9 @@ void* CudaBackend::allocate(size_t bytes) {
   return p;
 }
 
-// Ordered after every kernel already queued that may still read or write p.
+// Ordered after every kernel already queued that may still read or write p. Unchecked: it runs
+// in destructors (Tensor, DeviceScratch), which must not throw; an error here resurfaces at the
+// next checked call.
 void CudaBackend::release(void* p) {
   if (p) cudaFreeAsync(p, stream_);
 }
