@@ -28,7 +28,8 @@
 #   scripts/gpu_check.sh --no-bench                          # build + tests
 #   scripts/gpu_check.sh --skip-build --no-tests --models r18
 #   scripts/gpu_check.sh --skip-build --no-tests --models r50
-# Environment: SIEVE_JOBS (default nproc), SIEVE_GPU_STEPS (timed steps, default 30).
+# Environment: SIEVE_JOBS (default nproc), SIEVE_GPU_STEPS (timed steps, default 30),
+# SIEVE_BENCH_VENV (a venv with PyTorch, default .venv-bench; else python3 on PATH).
 set -uo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$root" || exit 1
@@ -141,8 +142,9 @@ images_per_s() {  # log name, command...
   fi
 }
 
+# PyTorch with CUDA: the bench venv's (install_deps --bench), else the system's.
 torch_python=""
-for py in python3 /usr/bin/python3; do
+for py in "${SIEVE_BENCH_VENV:-$root/.venv-bench}/bin/python" python3 /usr/bin/python3; do
   if "$py" -c "import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)" 2>/dev/null; then
     torch_python="$py"
     break
