@@ -10,11 +10,15 @@
 // seam's OIHW fp32 dw (the seam's +=). In bf16 the gradient scratch is bf16 (cuDNN's bf16
 // configuration has x, w and dw in one type, fp32 accumulation), as PyTorch autocast does.
 //
-// Algorithms are chosen once per op (shape): cuDNN's heuristics (_v7), or timing (cudnnFind*)
-// with SIEVE_CUDNN_BENCHMARK=1. fp32 uses FMA math only (no TF32) unless SIEVE_ALLOW_TF32=1,
-// so that it matches the CPU backend; bf16 uses tensor-op math. The workspace is sized once
-// (largest of the three algorithms) and taken from the backend's shared workspace per call.
+// Algorithms are chosen once per shape (cached for the process): cuDNN's heuristics (_v7), or
+// timing (cudnnFind*) with SIEVE_CUDNN_BENCHMARK=1. fp32 uses FMA math only (no TF32) unless
+// SIEVE_ALLOW_TF32=1, so that it matches the CPU backend; bf16 uses tensor-op math. The workspace
+// is sized once (largest of the three algorithms) and taken from the backend's shared workspace per
+// call.
 #include <algorithm>
+#include <array>
+#include <map>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -80,6 +84,24 @@ const Perf& pick_algorithm(const std::vector<Perf>& results, int count, bool fma
                   fma_only ? " in fp32 without TF32 (SIEVE_ALLOW_TF32=1 allows it)" : "",
                   deterministic_only ? " that is deterministic (SIEVE_CUDNN_DETERMINISTIC)" : ""));
 }
+
+// The algorithms (and math types) chosen for one convolution shape.
+struct AlgoChoice {
+  cudnnConvolutionFwdAlgo_t fwd;
+  cudnnMathType_t fwd_math;
+  cudnnConvolutionBwdDataAlgo_t data;
+  cudnnMathType_t data_math;
+  cudnnConvolutionBwdFilterAlgo_t filter;
+  cudnnMathType_t filter_math;
+};
+
+// Choices by (device, dtype, selection policy, shape) for the whole process: layers re-create
+// their ops whenever the batch size changes (an epoch's last partial batch, evaluation), and a
+// ResNet has several convolutions of one shape; with SIEVE_CUDNN_BENCHMARK each search times
+// every algorithm (~0.1 s per shape).
+using AlgoKey = std::array<int, 14>;
+std::mutex algo_cache_mutex;
+std::map<AlgoKey, AlgoChoice> algo_cache;
 
 class CudnnConv final : public nn::ConvOp {
  public:
@@ -152,10 +174,55 @@ class CudnnConv final : public nn::ConvOp {
     if (!fma_only) SIEVE_CUDNN_CHECK(cudnnSetConvolutionMathType(desc.d, reported));
   }
 
-  // One algorithm per direction, then the workspace for the largest of the three.
+  // One algorithm per direction (from the cache, or searched), then the workspace for the
+  // largest of the three.
   void choose_algorithms(bool fma_only) {
+    const AlgoKey key{be_.device_index(),
+                      int(be_.dtype()),
+                      fma_only,
+                      be_.cudnn_benchmark(),
+                      be_.cudnn_deterministic(),
+                      s_.n,
+                      s_.c,
+                      s_.h,
+                      s_.w,
+                      s_.k,
+                      s_.r,
+                      s_.s,
+                      s_.stride,
+                      s_.pad};
+    AlgoChoice choice;
+    {
+      std::lock_guard<std::mutex> lock(algo_cache_mutex);
+      auto it = algo_cache.find(key);
+      if (it != algo_cache.end()) {
+        choice = it->second;
+      } else {
+        choice = search_algorithms(fma_only);
+        algo_cache.emplace(key, choice);
+      }
+    }
+    fwd_algo_ = choice.fwd, bwd_data_algo_ = choice.data, bwd_filter_algo_ = choice.filter;
+    set_math_type(fwd_, choice.fwd_math, fma_only);
+    set_math_type(bwd_data_, choice.data_math, fma_only);
+    set_math_type(bwd_filter_, choice.filter_math, fma_only);
+
+    cudnnHandle_t h = be_.cudnn();
+    size_t fwd_bytes = 0, data_bytes = 0, filter_bytes = 0;
+    SIEVE_CUDNN_CHECK(cudnnGetConvolutionForwardWorkspaceSize(h, x_.d, w_.d, fwd_.d, y_.d,
+                                                              fwd_algo_, &fwd_bytes));
+    SIEVE_CUDNN_CHECK(cudnnGetConvolutionBackwardDataWorkspaceSize(h, w_.d, y_.d, bwd_data_.d, x_.d,
+                                                                   bwd_data_algo_, &data_bytes));
+    SIEVE_CUDNN_CHECK(cudnnGetConvolutionBackwardFilterWorkspaceSize(
+        h, x_.d, y_.d, bwd_filter_.d, w_.d, bwd_filter_algo_, &filter_bytes));
+    workspace_bytes_ = std::max({fwd_bytes, data_bytes, filter_bytes});
+  }
+
+  // cuDNN's heuristics (_v7), or timing every algorithm (cudnnFind*) with SIEVE_CUDNN_BENCHMARK.
+  AlgoChoice search_algorithms(bool fma_only) {
     cudnnHandle_t h = be_.cudnn();
     const bool bench = be_.cudnn_benchmark(), det = be_.cudnn_deterministic();
+    AlgoChoice choice{};
     int max_count = 0, count = 0;
 
     SIEVE_CUDNN_CHECK(cudnnGetConvolutionForwardAlgorithmMaxCount(h, &max_count));
@@ -167,8 +234,7 @@ class CudnnConv final : public nn::ConvOp {
       SIEVE_CUDNN_CHECK(cudnnGetConvolutionForwardAlgorithm_v7(h, x_.d, w_.d, fwd_.d, y_.d,
                                                                max_count, &count, fwd.data()));
     const auto& f = pick_algorithm(fwd, count, fma_only, det, "forward", s_);
-    fwd_algo_ = f.algo;
-    set_math_type(fwd_, f.mathType, fma_only);
+    choice.fwd = f.algo, choice.fwd_math = f.mathType;
 
     SIEVE_CUDNN_CHECK(cudnnGetConvolutionBackwardDataAlgorithmMaxCount(h, &max_count));
     std::vector<cudnnConvolutionBwdDataAlgoPerf_t> bd(max_count);
@@ -179,8 +245,7 @@ class CudnnConv final : public nn::ConvOp {
       SIEVE_CUDNN_CHECK(cudnnGetConvolutionBackwardDataAlgorithm_v7(
           h, w_.d, y_.d, bwd_data_.d, x_.d, max_count, &count, bd.data()));
     const auto& d = pick_algorithm(bd, count, fma_only, det, "backward-data", s_);
-    bwd_data_algo_ = d.algo;
-    set_math_type(bwd_data_, d.mathType, fma_only);
+    choice.data = d.algo, choice.data_math = d.mathType;
 
     SIEVE_CUDNN_CHECK(cudnnGetConvolutionBackwardFilterAlgorithmMaxCount(h, &max_count));
     std::vector<cudnnConvolutionBwdFilterAlgoPerf_t> bf(max_count);
@@ -191,17 +256,8 @@ class CudnnConv final : public nn::ConvOp {
       SIEVE_CUDNN_CHECK(cudnnGetConvolutionBackwardFilterAlgorithm_v7(
           h, x_.d, y_.d, bwd_filter_.d, w_.d, max_count, &count, bf.data()));
     const auto& g = pick_algorithm(bf, count, fma_only, det, "backward-filter", s_);
-    bwd_filter_algo_ = g.algo;
-    set_math_type(bwd_filter_, g.mathType, fma_only);
-
-    size_t fwd_bytes = 0, data_bytes = 0, filter_bytes = 0;
-    SIEVE_CUDNN_CHECK(cudnnGetConvolutionForwardWorkspaceSize(h, x_.d, w_.d, fwd_.d, y_.d,
-                                                              fwd_algo_, &fwd_bytes));
-    SIEVE_CUDNN_CHECK(cudnnGetConvolutionBackwardDataWorkspaceSize(h, w_.d, y_.d, bwd_data_.d, x_.d,
-                                                                   bwd_data_algo_, &data_bytes));
-    SIEVE_CUDNN_CHECK(cudnnGetConvolutionBackwardFilterWorkspaceSize(
-        h, x_.d, y_.d, bwd_filter_.d, w_.d, bwd_filter_algo_, &filter_bytes));
-    workspace_bytes_ = std::max({fwd_bytes, data_bytes, filter_bytes});
+    choice.filter = g.algo, choice.filter_math = g.mathType;
+    return choice;
   }
 
   CudaBackend& be_;
