@@ -126,7 +126,10 @@ void compare_with_cpu(ModelSpec spec, int n, DType dtype, double act_tol, double
               worst_scaled_name.c_str());
   std::printf("%-28s %-14s cosine %.6f\n", what.c_str(), "all gradients",
               cosine(got.grads, want.grads));
-  EXPECT_GT(cosine(got.grads, want.grads), dtype == DType::f32 ? 0.99999 : 0.99) << what;
+  // bf16: at initialisation on random data BN's backward cancels most of dy, leaving a rest
+  // small against dy's rounding; the CPU's bf16 measures a whole-gradient cosine of ~0.96
+  // against fp32 (tests/unit/test_nn_model.cpp), and this bound is that test's.
+  EXPECT_GT(cosine(got.grads, want.grads), dtype == DType::f32 ? 0.99999 : 0.93) << what;
   ASSERT_EQ(got.buffers.size(), want.buffers.size());
   for (size_t i = 0; i < got.buffers.size(); ++i)
     EXPECT_LT(rel_diff(got.buffers[i].data(), want.buffers[i].data(), got.buffers[i].size()),
