@@ -6,6 +6,7 @@ int main(int argc, char** argv) {
       "pretrain", "train the feature extractor (ResNet/MLP) data-parallel; writes the model",
       "  pretrain --config configs/quickstart.yaml\n"
       "  mpirun -n 4 pretrain --config c.yaml --set pretrain.global_batch=512 --resume\n"};
+  spec.trace = true;
   return sieve::run_tool(argc, argv, spec, sieve::train::add_pretrain_flags,
                          sieve::train::pretrain_main);
 }

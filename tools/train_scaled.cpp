@@ -8,6 +8,7 @@ int main(int argc, char** argv) {
       "  train_scaled --config c.yaml --sweep-size\n"
       "  train_scaled --config c.yaml --list-sweep\n"
       "  mpirun -n 8 train_scaled --config c.yaml --sweep-index 5 --resume\n"};
+  spec.trace = true;
   return sieve::run_tool(argc, argv, spec, sieve::train::add_scaled_flags,
                          sieve::train::train_scaled_main);
 }

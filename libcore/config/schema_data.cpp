@@ -23,6 +23,17 @@ void add_data_keys(ConfigSchema& s) {
               "that detectors can be scored on real data (synthetic data: "
               "data.synthetic.label_noise)",
               0.0, 0.9);
+  s.add_string("data.loader", "auto",
+               "how training reads its samples: memory (every rank holds the whole split; the "
+               "exact global permutation), stream (each rank reads its own chunks in windows of "
+               "at most a quarter of data.memory_budget_mb; the order depends on the rank count), "
+               "or auto (stream when the split's sample bytes exceed data.memory_budget_mb)",
+               {"auto", "memory", "stream"});
+  s.add_float("data.memory_budget_mb", 4096,
+              "per-rank memory (MB) for training samples: data.loader auto streams a training "
+              "split larger than this, and streaming keeps its windows (and evaluation reads) "
+              "within it",
+              0.001);
   s.add_string("data.csv.label_column", "label", "CSV: name of the label column");
   s.add_float("data.csv.test_fraction", 0.2,
               "CSV: fraction of rows held out as test set (stratified by class)", 0.0, 0.9);

@@ -68,6 +68,24 @@ void add_trainer_keys(ConfigSchema& s, const std::string& p, const std::string& 
   s.add_int(p + ".eval_batch", 256, "batch size for evaluation", 1);
   s.add_int(p + ".eval_every", 1, "evaluate the test split every N epochs (0: only at the end)",
             0);
+  // Gradient communication (libcore/train/grad_sync.hpp; docs/training.md "Communication").
+  s.add_string(p + ".comm.strategy", "buckets",
+               "how ranks combine gradients: buckets (DDP-style static buckets overlapped with "
+               "backward), fusion-queue (Horovod-style negotiated fusion), parameter-server "
+               "(shards on owner ranks: push gradients, update, pull weights)",
+               {"buckets", "fusion-queue", "parameter-server"});
+  s.add_float(p + ".comm.bucket_mb", 4.0,
+              "buckets: bucket size; parameter-server: push/pull piece size (MiB)", 0.004);
+  s.add_float(p + ".comm.cycle_ms", 1.0,
+              "fusion-queue: time between the ranks' agreement rounds (ms)", 0.0);
+  s.add_float(p + ".comm.fusion_mb", 64.0, "fusion-queue: largest fused buffer (MiB)", 0.004);
+  s.add_int(p + ".comm.servers", 1,
+            "parameter-server: shards / server ranks (co-located on workers; at most the ranks)",
+            1);
+  s.add_string(p + ".comm.mode", "sync",
+               "parameter-server: sync (async stale-synchronous is not built yet)", {"sync"});
+  s.add_int(p + ".comm.max_staleness", 0,
+            "parameter-server async: most steps a worker's weights may lag (unused in sync)", 0);
 }
 
 // Keys of the 'pretrain' section: the feature extractor (tools/pretrain).

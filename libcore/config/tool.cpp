@@ -17,6 +17,7 @@
 #include "io/atomic_output.hpp"
 #include "util/log.hpp"
 #include "util/threads.hpp"
+#include "util/trace.hpp"
 
 namespace fs = std::filesystem;
 
@@ -170,6 +171,10 @@ int run_tool(int argc, char** argv, const ToolSpec& spec, const FlagAdder& add_f
   // clang-format on
   po::options_description own(spec.name + " options");
   if (add_flags) add_flags(own);
+  if (spec.trace)
+    own.add_options()("trace", po::value<std::string>(),
+                      "write the training step timeline to FILE: Chrome trace-event JSON, one "
+                      "process per rank (open in ui.perfetto.dev or chrome://tracing)");
   po::options_description all;
   all.add(own).add(common);
 
@@ -222,6 +227,7 @@ int run_tool(int argc, char** argv, const ToolSpec& spec, const FlagAdder& add_f
     return e.exit_code();
   }
   ctx.overwrite = ctx.flags.count("overwrite") > 0;
+  if (ctx.flags.count("trace")) trace::enable(ctx.flag("trace"));
   if (ctx.flags.count("get")) {
     // For scripts: the value as the programs see it (defaults + file + --set).
     std::string key = ctx.flag("get");

@@ -33,6 +33,9 @@ struct ToolSpec {
   std::string name;      // program name, e.g. "shard_dataset"
   std::string summary;   // one line: what it does
   std::string examples;  // a few example invocations for --help
+  // Accepts `--trace FILE`: the training step timeline (util/trace.hpp), written by the
+  // trainer (pretrain, train_scaled).
+  bool trace = false;
 };
 
 struct ToolContext {

@@ -19,10 +19,12 @@ class Mlp final : public Model, public ParamSink {
     int i = 1;
     for (int h : s.mlp_hidden) {
       if (h < 1) throw UsageError(cat("model mlp_hidden: expected widths >= 1, got ", h));
+      units_.push_back(cat("fc", i));
       fcs_.push_back(std::make_unique<Linear>(be, *this, cat("fc", i++), in, h));
       relus_.push_back(std::make_unique<ReLU>(be));
       in = h;
     }
+    units_.push_back(cat("fc", i));
     fcs_.push_back(std::make_unique<Linear>(be, *this, cat("fc", i), in, s.num_classes));
     fcs_.front()->set_need_dx(false);
     feature_dim_ = in;
@@ -45,6 +47,7 @@ class Mlp final : public Model, public ParamSink {
     backend_->load_input(x, input_.raw(), n, shape.c, 1, 1);
     const Act* a = input_.raw();
     for (size_t i = 0; i < fcs_.size(); ++i) {
+      UnitScope unit(*this, units_[i].c_str(), false);
       a = fcs_[i]->forward(a, shape, training);
       shape = fcs_[i]->out_shape();
       if (i < relus_.size()) a = features_ = relus_[i]->forward(a, shape, training);
@@ -56,6 +59,7 @@ class Mlp final : public Model, public ParamSink {
   void backward_impl(const Act* dlogits) override {
     const Act* d = dlogits;
     for (size_t i = fcs_.size(); i-- > 0;) {
+      UnitScope unit(*this, units_[i].c_str(), true);
       if (i < relus_.size()) d = relus_[i]->backward(d);
       d = fcs_[i]->backward(d);
       grad_ready(fcs_[i]->param_ranges());
@@ -64,6 +68,7 @@ class Mlp final : public Model, public ParamSink {
 
   std::vector<std::unique_ptr<Linear>> fcs_;
   std::vector<std::unique_ptr<ReLU>> relus_;
+  std::vector<std::string> units_;  // "fc1", ...: the units of the step timeline
   Tensor input_;
   const Act* features_ = nullptr;
   int feature_dim_ = 0;

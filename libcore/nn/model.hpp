@@ -31,6 +31,7 @@
 #include <vector>
 
 #include "nn/tensor.hpp"
+#include "util/trace.hpp"
 
 namespace sieve::nn {
 
@@ -114,6 +115,15 @@ class Model {
   }
   void zero_grad();
 
+  // Timing of the model's top-level units for the step timeline (--trace): ResNet conv1,
+  // bn1, [maxpool], layer1.0 ... layer4.N (whole residual blocks), avgpool, fc; MLP fc1 ...
+  // The unit of a parameter is its name up to the block ("layer2.1.conv1.weight" ->
+  // "layer2.1") or up to the first dot ("fc.bias" -> "fc"). Called with the unit's start and
+  // end (trace::now_us) for every training forward and every backward; null = off (one
+  // branch per unit). On a device the spans time the host side (kernel launches) only.
+  using UnitHook = void (*)(const char* unit, bool backward, double t0_us, double t1_us);
+  void set_unit_hook(UnitHook hook) { unit_hook_ = hook; }
+
   // Penultimate activations [n, feature_dim] of the last forward (after global pooling for
   // ResNets, after the last hidden ReLU for the MLP), as host fp32: the embedding the filter
   // stage uses. Valid until the next forward or features() call.
@@ -137,6 +147,26 @@ class Model {
   size_t add_param(const std::string& name, std::vector<int64_t> shape, bool is_bn_or_bias);
   // Called once after all add_param calls: allocates params_/grads_ (zeroed) on be's device.
   void finalize_params(Backend& be);
+  // Times one unit (see set_unit_hook) from construction to destruction.
+  class UnitScope {
+   public:
+    UnitScope(const Model& m, const char* unit, bool backward)
+        : hook_(backward || m.last_training_ ? m.unit_hook_ : nullptr),
+          unit_(unit),
+          backward_(backward),
+          t0_(hook_ ? trace::now_us() : 0.0) {}
+    ~UnitScope() {
+      if (hook_) hook_(unit_, backward_, t0_, trace::now_us());
+    }
+    UnitScope(const UnitScope&) = delete;
+    UnitScope& operator=(const UnitScope&) = delete;
+
+   private:
+    UnitHook hook_;
+    const char* unit_;
+    bool backward_;
+    double t0_;
+  };
   // Reports a layer's parameter slices to the hook, last slice first.
   void grad_ready(const std::vector<std::pair<size_t, size_t>>& ranges) {
     if (hook_)
@@ -150,6 +180,7 @@ class Model {
   Tensor dlogits_;                              // activations of the backend's dtype
   std::vector<float> logits_host_, features_host_;
   std::function<void(size_t, size_t)> hook_;
+  UnitHook unit_hook_ = nullptr;
   int last_n_ = 0;
   bool last_training_ = false;
 

@@ -23,7 +23,7 @@ class Block {
  public:
   Block(Backend& be, ParamSink& sink, const std::string& name, int cin, int planes, int stride,
         bool bottleneck)
-      : be_(be), relu_(be), sum_(be, be.dtype()), dx_(be, be.dtype()) {
+      : be_(be), name_(name), relu_(be), sum_(be, be.dtype()), dx_(be, be.dtype()) {
     int expansion = bottleneck ? 4 : 1, cout = planes * expansion;
     struct Step {
       int cin, cout, k, stride;
@@ -80,6 +80,7 @@ class Block {
     return relu_.forward(sum_.raw(), s, training);
   }
   Shape4 out_shape() const { return out_; }
+  const char* name() const { return name_.c_str(); }
 
   // Returns dx; reports each layer whose gradients are final, shortcut first (its parameters
   // come last in the flat buffer).
@@ -104,6 +105,7 @@ class Block {
 
  private:
   Backend& be_;
+  std::string name_;  // "layer1.0": the unit of the step timeline
   std::vector<std::unique_ptr<Conv2d>> convs_;
   std::vector<std::unique_ptr<BatchNorm2d>> bns_;
   std::unique_ptr<Conv2d> ds_conv_;
@@ -189,24 +191,58 @@ class ResNet final : public Model, public ParamSink {
     const int C = spec_.in_channels, H = spec_.in_height, W = spec_.in_width;
     input_.resize({n, C, H, W});
     backend_->load_input(x, input_.raw(), n, C, H, W);  // host NCHW fp32 -> NHWC activations
-    const Act* a = conv1_->forward(input_.raw(), {n, C, H, W}, training);
-    a = bn1_->forward(a, conv1_->out_shape(), training);
+    const Act* a;
+    {
+      UnitScope unit(*this, "conv1", false);
+      a = conv1_->forward(input_.raw(), {n, C, H, W}, training);
+    }
+    {
+      UnitScope unit(*this, "bn1", false);
+      a = bn1_->forward(a, conv1_->out_shape(), training);
+    }
     Shape4 s = bn1_->out_shape();
-    if (pool_) a = pool_->forward(a, s, training), s = pool_->out_shape();
-    for (auto& b : blocks_) a = b->forward(a, s, training), s = b->out_shape();
-    features_ = avgpool_->forward(a, s, training);
+    if (pool_) {
+      UnitScope unit(*this, "maxpool", false);
+      a = pool_->forward(a, s, training), s = pool_->out_shape();
+    }
+    for (auto& b : blocks_) {
+      UnitScope unit(*this, b->name(), false);
+      a = b->forward(a, s, training), s = b->out_shape();
+    }
+    {
+      UnitScope unit(*this, "avgpool", false);
+      features_ = avgpool_->forward(a, s, training);
+    }
+    UnitScope unit(*this, "fc", false);
     return fc_->forward(features_, avgpool_->out_shape(), training);
   }
 
   void backward_impl(const Act* dlogits) override {
     Hook ready = [this](const Layer& l) { grad_ready(l.param_ranges()); };
-    const Act* d = fc_->backward(dlogits);
-    ready(*fc_);
-    d = avgpool_->backward(d);
-    for (size_t i = blocks_.size(); i-- > 0;) d = blocks_[i]->backward(d, ready);
-    if (pool_) d = pool_->backward(d);
-    d = bn1_->backward(d);
-    ready(*bn1_);
+    const Act* d;
+    {
+      UnitScope unit(*this, "fc", true);
+      d = fc_->backward(dlogits);
+      ready(*fc_);
+    }
+    {
+      UnitScope unit(*this, "avgpool", true);
+      d = avgpool_->backward(d);
+    }
+    for (size_t i = blocks_.size(); i-- > 0;) {
+      UnitScope unit(*this, blocks_[i]->name(), true);
+      d = blocks_[i]->backward(d, ready);
+    }
+    if (pool_) {
+      UnitScope unit(*this, "maxpool", true);
+      d = pool_->backward(d);
+    }
+    {
+      UnitScope unit(*this, "bn1", true);
+      d = bn1_->backward(d);
+      ready(*bn1_);
+    }
+    UnitScope unit(*this, "conv1", true);
     conv1_->backward(d);
     ready(*conv1_);
   }

@@ -111,6 +111,7 @@ void save_checkpoint(const std::string& path, nn::Model& model, const SgdOptimiz
     f.set_attr("/progress", "loss_sum", st.loss_sum);
     f.set_attr("/progress", "correct", st.correct);
     f.set_attr("/progress", "seen", st.seen);
+    f.set_attr("/progress", "loader", st.loader);
     f.flush();
     f.set_attr("/", "done", int64_t(1));
     f.close();
@@ -138,6 +139,8 @@ TrainState load_checkpoint(const std::string& path, nn::Model& model, SgdOptimiz
   st.loss_sum = f.attr_double("/progress", "loss_sum");
   st.correct = f.attr_int("/progress", "correct");
   st.seen = f.attr_int("/progress", "seen");
+  // Checkpoints from before streaming existed were written by the in-memory loader.
+  st.loader = f.has_attr("/progress", "loader") ? f.attr_string("/progress", "loader") : "memory";
   return st;
 }
 

@@ -29,6 +29,7 @@ struct TrainState {
   double elapsed_s = 0;       // training time before this process
   double loss_sum = 0;        // partial epoch: sum of per-sample loss (global)
   int64_t correct = 0, seen = 0;
+  std::string loader = "memory";  // SampleSource::describe(): a streamed order needs the same
 };
 
 // Write a checkpoint (collective: every rank calls; rank 0 writes).

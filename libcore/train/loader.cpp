@@ -221,13 +221,15 @@ Prefetcher::~Prefetcher() {
   if (fut_.valid()) fut_.wait();
 }
 
-void Prefetcher::request(std::vector<int64_t> idx, bool augment, uint64_t seed, int64_t epoch) {
+void Prefetcher::request(std::shared_ptr<const SplitData> d, std::vector<int64_t> idx,
+                         bool augment, uint64_t seed, int64_t epoch) {
   SIEVE_ASSERT(!fut_.valid(), "one prefetch at a time");
-  fut_ = std::async(std::launch::async, [this, idx = std::move(idx), augment, seed, epoch] {
-    Batch b;
-    make_batch(d_, meta_, idx.data(), int(idx.size()), augment, seed, epoch, &b);
-    return b;
-  });
+  fut_ = std::async(std::launch::async,
+                    [this, d = std::move(d), idx = std::move(idx), augment, seed, epoch] {
+                      Batch b;
+                      make_batch(*d, meta_, idx.data(), int(idx.size()), augment, seed, epoch, &b);
+                      return b;
+                    });
 }
 
 Batch Prefetcher::take() {

@@ -1,8 +1,9 @@
 // Training data: the dataset split in memory, the rank-count-independent distributed
 // sampler, augmentation, and batch assembly with a one-batch prefetch thread.
 //
-// Reading: every rank reads the whole split once, in a few large sequential row-block
-// reads (images are uint8, so CIFAR-10 is 150 MB). A per-epoch global permutation touches
+// Reading (the in-memory path; train/stream.hpp streams data larger than memory): every
+// rank reads the whole split once, in a few large sequential row-block reads (images are
+// uint8, so CIFAR-10 is 150 MB). A per-epoch global permutation touches
 // every sample from every rank over an epoch, so holding the split is what makes the
 // sample order independent of the rank count; sharded inputs (virtual datasets) read the
 // same way.
@@ -15,6 +16,7 @@
 #pragma once
 #include <cstdint>
 #include <future>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -112,17 +114,18 @@ void make_batch(const SplitData& d, const DatasetMeta& meta, const int64_t* idx,
                 bool augment, uint64_t seed, int64_t epoch, Batch* out);
 
 // Builds batches on a background thread one ahead of the consumer (pure CPU work; the
-// thread never calls MPI). request() queues a job; take() waits for the oldest one.
+// thread never calls MPI or HDF5). request() queues a job on rows `idx` of `d` (held until
+// the job is done); take() waits for the oldest one.
 class Prefetcher {
  public:
-  Prefetcher(const SplitData& d, const DatasetMeta& meta) : d_(d), meta_(meta) {}
+  explicit Prefetcher(const DatasetMeta& meta) : meta_(meta) {}
   ~Prefetcher();
-  void request(std::vector<int64_t> idx, bool augment, uint64_t seed, int64_t epoch);
+  void request(std::shared_ptr<const SplitData> d, std::vector<int64_t> idx, bool augment,
+               uint64_t seed, int64_t epoch);
   Batch take();
   bool pending() const { return fut_.valid(); }
 
  private:
-  const SplitData& d_;
   const DatasetMeta& meta_;
   std::future<Batch> fut_;
 };

@@ -13,12 +13,23 @@ SgdOptimizer::SgdOptimizer(std::vector<ParamSlice> slices, size_t total, Optimiz
 }
 
 void SgdOptimizer::step(float* w, const float* grads, double lr) {
+  step_range(w, grads, lr, 0, velocity_.size());
+}
+
+void SgdOptimizer::step_range(float* w, const float* grads, double lr, size_t begin, size_t end) {
+  SIEVE_ASSERT(begin <= end && end <= velocity_.size(), "step_range [", begin, ", ", end,
+               ") outside the buffer");
   const float wd = float(opt_.weight_decay);
   const float mu = float(opt_.momentum);
   float* g = scratch_.data();
-  for (size_t i = 0; i < scratch_.size(); ++i) g[i] = grads[i];
+  for (size_t i = begin; i < end; ++i) g[i] = grads[i];
   // Per-tensor: L2 term and LARS trust ratio. Elements not covered by a slice keep g.
   for (const auto& s : slices_) {
+    if (s.offset < begin || s.offset + s.count > end) {
+      SIEVE_ASSERT(s.offset + s.count <= begin || s.offset >= end, "slice ", s.name,
+                   " straddles the edge of step_range [", begin, ", ", end, ")");
+      continue;
+    }
     const bool decay = opt_.decay_bn_bias || !s.is_bn_or_bias;
     float* gs = g + s.offset;
     const float* ws = w + s.offset;
@@ -42,7 +53,7 @@ void SgdOptimizer::step(float* w, const float* grads, double lr) {
   }
   const float flr = float(lr);
   float* v = velocity_.data();
-  for (size_t i = 0; i < scratch_.size(); ++i) {
+  for (size_t i = begin; i < end; ++i) {
     v[i] = mu * v[i] + g[i];
     g[i] = opt_.nesterov ? g[i] + mu * v[i] : v[i];
   }
@@ -50,10 +61,11 @@ void SgdOptimizer::step(float* w, const float* grads, double lr) {
     const float f = flr * wd;
     for (const auto& s : slices_) {
       if (!opt_.decay_bn_bias && s.is_bn_or_bias) continue;
+      if (s.offset < begin || s.offset >= end) continue;
       for (size_t i = s.offset; i < s.offset + s.count; ++i) w[i] -= f * w[i];
     }
   }
-  for (size_t i = 0; i < scratch_.size(); ++i) w[i] -= flr * g[i];
+  for (size_t i = begin; i < end; ++i) w[i] -= flr * g[i];
 }
 
 LrScaling parse_scaling(const std::string& s) {

@@ -41,6 +41,11 @@ class SgdOptimizer {
   SgdOptimizer(std::vector<ParamSlice> slices, size_t total, OptimizerOptions opt);
   // One update of `params` (length total) with `grads` at learning rate `lr`.
   void step(float* params, const float* grads, double lr);
+  // The same update restricted to elements [begin, end) (a parameter server's shard): every
+  // tensor must lie wholly inside or outside the range, so per-tensor terms (LARS) see the
+  // whole tensor. Elements outside keep their parameters and momentum; each element gets
+  // bitwise the update step() would give it.
+  void step_range(float* params, const float* grads, double lr, size_t begin, size_t end);
   std::vector<float>& momentum() { return velocity_; }
   const std::vector<float>& momentum() const { return velocity_; }
   const std::vector<ParamSlice>& slices() const { return slices_; }

@@ -78,23 +78,6 @@ std::string flag_or(const ToolContext& ctx, const std::string& name, const std::
   return v.empty() ? def : v;
 }
 
-struct LoadedData {
-  DatasetMeta meta;
-  SplitData train, test;
-  bool has_test = false;
-};
-
-LoadedData load_data(const std::string& path) {
-  LoadedData d;
-  d.meta = read_dataset_meta(path);
-  d.train = read_split(path, "train");
-  d.has_test = has_split(path, "test");
-  if (d.has_test) d.test = read_split(path, "test");
-  log::info(cat(path, ": ", d.train.n, " train / ", d.test.n, " test samples, ",
-                d.meta.num_classes, " classes"));
-  return d;
-}
-
 std::vector<int64_t> all_indices(int64_t n) {
   std::vector<int64_t> v(static_cast<size_t>(n));
   for (int64_t i = 0; i < n; ++i) v[size_t(i)] = i;
@@ -130,7 +113,7 @@ void pretrain_main(ToolContext& ctx) {
   prepare_checkpoint_dir(ctx, ckpt_dir, resume);
 
   TrainOptions opt = read_train_options(ctx.cfg, "pretrain");
-  LoadedData data = load_data(dataset);
+  TrainInput data = load_train_input(dataset, ctx.cfg);
   HoldoutSplit split;
   if (holdout > 0) {
     split = split_holdout(data.train, holdout, opt.seed ^ 0x686f6c646f7574ULL);
@@ -159,8 +142,11 @@ void pretrain_main(ToolContext& ctx) {
     }
     ctx.comm.barrier();
   }
-  Trainer trainer(ctx.comm, opt, data.train, data.has_test ? &data.test : nullptr, data.meta,
-                  split.train, ckpt_dir, dir + "/metrics.jsonl", ctx.cfg.to_yaml());
+  Trainer trainer(ctx.comm, opt,
+                  make_source(data, split.train, opt.global_batch, opt.seed, ctx.comm), data.train,
+                  eval_split(data, data::Split::Test), data.meta, ckpt_dir,
+                  dir + "/metrics.jsonl", ctx.cfg.to_yaml());
+  const EvalSplit holdout_rows = eval_split(data, data::Split::Train);
   // Best held-out accuracy so far; a resumed run continues from what the earlier part saw.
   double best = -1;
   int64_t best_epoch = 0;
@@ -174,7 +160,7 @@ void pretrain_main(ToolContext& ctx) {
   ctx.comm.bcast(&best_epoch, 1);
   if (holdout > 0) {
     trainer.set_epoch_hook([&](int64_t epoch, Json& rec) {
-      auto [loss, acc] = trainer.evaluate(data.train, &split.holdout);
+      auto [loss, acc] = trainer.evaluate(holdout_rows, &split.holdout);
       rec["holdout_loss"] = loss;
       rec["holdout_acc"] = acc;
       if (acc > best) {
@@ -351,15 +337,16 @@ void run_sweep_point(ToolContext& ctx, const Sweep& sweep, int64_t index) {
 
   TrainOptions opt = read_train_options(cfg, "scaled");
   const std::string arm = cfg.get_string("scaled.arm");
-  LoadedData data = load_data(dataset);
+  TrainInput data = load_train_input(dataset, cfg);
   std::vector<int64_t> active = all_indices(data.train.n);
   if (arm != "full")
     active = read_keep_indices(filter, arm == "filtered" ? "keep" : "random_keep",
                                {dataset, data.meta.fingerprint, data.train.sample_id,
                                 data.train.labels});
   log::info(cat("arm ", arm, ": training on ", active.size(), " of ", data.train.n, " samples"));
-  Trainer trainer(ctx.comm, opt, data.train, data.has_test ? &data.test : nullptr, data.meta,
-                  active, run_dir + "/checkpoints", run_dir + "/metrics.jsonl", cfg.to_yaml());
+  Trainer trainer(ctx.comm, opt, make_source(data, active, opt.global_batch, opt.seed, ctx.comm),
+                  data.train, eval_split(data, data::Split::Test), data.meta,
+                  run_dir + "/checkpoints", run_dir + "/metrics.jsonl", cfg.to_yaml());
   TrainResult r;
   // A diverged run is a result of the sweep, not a failed task: it is recorded in
   // result.json ("diverged": true) and the program exits 0, so that one bad learning rate

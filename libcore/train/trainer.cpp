@@ -10,14 +10,19 @@
 #include <thread>
 
 #include "nn/backend.hpp"
-#include "train/reducer.hpp"
 #include "util/log.hpp"
+#include "util/trace.hpp"
 
 namespace sieve::train {
 
 namespace {
 volatile std::sig_atomic_t g_stop = 0;
 extern "C" void on_stop_signal(int) { g_stop = 1; }
+
+// The model's per-unit forward/backward spans on the step timeline (--trace).
+void trace_model_unit(const char* unit, bool backward, double t0_us, double t1_us) {
+  trace::complete(cat(backward ? "bwd " : "fwd ", unit), "layer", t0_us, t1_us);
+}
 
 double now_s() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch())
@@ -87,6 +92,14 @@ TrainOptions read_train_options(const Config& cfg, const std::string& p) {
   o.ckpt_keep = cfg.get_int(p + ".checkpoint.keep");
   o.eval_batch = cfg.get_int(p + ".eval_batch");
   o.eval_every = cfg.get_int(p + ".eval_every");
+  o.comm.strategy = cfg.get_string(p + ".comm.strategy");
+  o.comm.bucket_mb = cfg.get_float(p + ".comm.bucket_mb");
+  o.comm.cycle_ms = cfg.get_float(p + ".comm.cycle_ms");
+  o.comm.fusion_mb = cfg.get_float(p + ".comm.fusion_mb");
+  o.comm.servers = int(cfg.get_int(p + ".comm.servers"));
+  o.comm.mode = cfg.get_string(p + ".comm.mode");
+  o.comm.max_staleness = int(cfg.get_int(p + ".comm.max_staleness"));
+  check_comm_options(o.comm, p);
   return o;
 }
 
@@ -151,6 +164,7 @@ void Trainer::broadcast_buffers() {
 
 void Trainer::checkpoint(const TrainState& st) {
   const std::string path = checkpoint_name(ckpt_dir_, st.step);
+  if (sync_) sync_->collect_optimizer_state(*opt_);  // parameter server: momentum shards
   save_checkpoint(path, *model_, *opt_, st, config_yaml_, comm_);
   if (comm_.is_root()) prune_checkpoints(ckpt_dir_, o_.ckpt_keep);
 }
@@ -205,6 +219,8 @@ TrainResult Trainer::run(bool resume) {
     log::info(cat("--resume: no complete checkpoint in ", ckpt_dir_, "; starting fresh"));
   }
   broadcast_state();
+  trace::set_origin();  // right after a collective: the ranks' timelines line up
+  if (trace::enabled()) model_->set_unit_hook(trace_model_unit);
 
   // Metrics: a resumed run keeps the lines of epochs finished before its checkpoint.
   if (comm_.is_root() && !metrics_path_.empty()) {
@@ -239,7 +255,8 @@ TrainResult Trainer::run(bool resume) {
   float* G = staged ? grads_stage.data() : model_->grads();
   std::vector<std::pair<size_t, size_t>> covered;
   for (const auto& p : model_->param_info()) covered.push_back({p.offset, p.size});
-  GradReducer reducer(comm_, G, model_->num_params(), covered);
+  sync_ = make_grad_sync(o_.comm, comm_, G, model_->num_params(), covered);
+  GradSync& reducer = *sync_;
   if (!staged) model_->set_grad_ready_hook([&](size_t off, size_t cnt) { reducer.ready(off, cnt); });
 
   // Fault injection for tests (docs/training.md): poison a gradient, raise SIGUSR1, or die
@@ -290,20 +307,29 @@ TrainResult Trainer::run(bool resume) {
     if (!chunks.empty()) pf.request(chunks[0], o_.augment, o_.seed, e);
     for (int64_t s = st.step_in_epoch; s < steps_per_epoch; ++s) {
       const double lr = sched.lr_at(st.step);
+      trace::Span step_span("step", cat("step ", st.step));
       model_->zero_grad();
-      if (comm_.size() > 1) broadcast_buffers();
+      if (comm_.size() > 1) {
+        trace::Span span("wait", "broadcast BN buffers");
+        broadcast_buffers();
+      }
       double stats[4] = {0, 0, 0, 0};  // loss sum, correct, non-finite, stop
       auto next_chunks = (s + 1 < steps_per_epoch) ? chunks_of(e, s + 1)
                                                    : std::vector<std::vector<int64_t>>{};
       for (size_t c = 0; c < chunks.size(); ++c) {
-        Batch b = pf.take();
+        Batch b = [&] {
+          trace::Span span("data", "wait for batch");
+          return pf.take();
+        }();
         if (c + 1 < chunks.size())
           pf.request(chunks[c + 1], o_.augment, o_.seed, e);
         else if (!next_chunks.empty())
           pf.request(next_chunks[0], o_.augment, o_.seed, e);
         const int n = b.n;
         const int k = model_->num_classes();
+        const double fwd0 = trace::now_us();
         const float* logits = model_->forward(b.x.data(), n, true);
+        trace::complete("forward", "compute", fwd0, trace::now_us());
         dlogits.resize(size_t(n) * k);
         int correct = 0;
         double loss = nn::softmax_cross_entropy(logits, b.y.data(), n, k, o_.label_smoothing,
@@ -311,7 +337,9 @@ TrainResult Trainer::run(bool resume) {
         const float scale = float(double(n) / double(B));
         for (auto& v : dlogits) v *= scale;
         if (c + 1 == chunks.size()) reducer.arm();
+        const double bwd0 = trace::now_us();
         model_->backward(dlogits.data());
+        trace::complete("backward", "compute", bwd0, trace::now_us());
         stats[0] += loss * n;
         stats[1] += correct;
       }
@@ -327,7 +355,10 @@ TrainResult Trainer::run(bool resume) {
       if (st.step == kill_step && comm_.is_root()) std::raise(SIGKILL);
       if (step_delay_ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(step_delay_ms));
       stats[3] = stop_signal_seen() ? 1 : 0;
-      comm_.allreduce_sum(stats, 4);
+      {
+        trace::Span span("wait", "step statistics allreduce");
+        comm_.allreduce_sum(stats, 4);
+      }
       if (stats[2] > 0) {
         std::string last;
         if (comm_.is_root()) last = latest_checkpoint(ckpt_dir_);
@@ -340,7 +371,10 @@ TrainResult Trainer::run(bool resume) {
                            last.empty() ? "none" : last),
                        st.step, e + 1, res);
       }
-      opt_->step(P, g, lr);
+      {
+        trace::Span span("optimizer", "optimizer step");
+        reducer.update(*opt_, P, g, lr);
+      }
       if (staged) model_->params_from_host(P);
       ++st.step;
       st.step_in_epoch = s + 1;
@@ -414,6 +448,13 @@ TrainResult Trainer::run(bool resume) {
   }
   progress.finish();
   model_->set_grad_ready_hook(nullptr);
+  model_->set_unit_hook(nullptr);
+  if (trace::enabled())
+    trace::write_gathered(comm_, trace::path(),
+                          cat("{\"strategy\":\"", o_.comm.strategy, "\",\"ranks\":", comm_.size(),
+                              ",\"arch\":\"", o_.spec.arch, "\",\"width\":", o_.spec.width,
+                              ",\"global_batch\":", B, ",\"buckets\":", reducer.num_buckets(),
+                              "}"));
   if (res.final_test_acc < 0 && test_ && test_->n > 0) {  // resumed after the last epoch
     auto [tl, ta] = evaluate(*test_);
     res.final_test_acc = res.best_test_acc = ta;

@@ -26,6 +26,7 @@
 #include "io/metrics.hpp"
 #include "nn/model.hpp"
 #include "train/checkpoint.hpp"
+#include "train/grad_sync.hpp"
 #include "train/loader.hpp"
 #include "train/optimizer.hpp"
 
@@ -42,6 +43,7 @@ struct TrainOptions {
   float label_smoothing = 0.0f;
   int64_t ckpt_every_steps = 0, ckpt_every_epochs = 1, ckpt_keep = 2;
   int64_t eval_batch = 256, eval_every = 1;
+  CommOptions comm;  // gradient communication strategy (comm.*)
 };
 TrainOptions read_train_options(const Config& cfg, const std::string& prefix);
 
@@ -87,6 +89,8 @@ class Trainer {
   // newest complete checkpoint in ckpt_dir if there is one.
   TrainResult run(bool resume);
   nn::Model& model() { return *model_; }
+  // The gradient communication strategy of the last run() (null before), for its stats.
+  const GradSync* grad_sync() const { return sync_.get(); }
   // Mean loss and accuracy of the current model over a split (eval mode, all ranks), or
   // over the listed rows of it when `rows` is given.
   std::pair<double, double> evaluate(const SplitData& d,
@@ -109,6 +113,7 @@ class Trainer {
   const DatasetMeta& meta_;
   std::unique_ptr<nn::Model> model_;
   std::unique_ptr<SgdOptimizer> opt_;
+  std::unique_ptr<GradSync> sync_;
   Sampler sampler_;
   std::string ckpt_dir_, metrics_path_, config_yaml_;
   EpochHook epoch_hook_;

@@ -108,13 +108,13 @@ TEST(TrainData, PrefetcherDeliversTheRequestedBatch) {
   std::string dir = test::scratch_dir("train_data_prefetch");
   test::write_image_dataset(dir + "/d.h5", 8, 0, 4);
   DatasetMeta meta = read_dataset_meta(dir + "/d.h5");
-  SplitData d = read_split(dir + "/d.h5", "train");
-  Prefetcher pf(d, meta);
-  pf.request({1, 2}, true, 3, 1);
+  auto d = std::make_shared<const SplitData>(read_split(dir + "/d.h5", "train"));
+  Prefetcher pf(meta);
+  pf.request(d, {1, 2}, true, 3, 1);
   Batch b = pf.take();
   Batch ref;
   std::vector<int64_t> idx = {1, 2};
-  make_batch(d, meta, idx.data(), 2, true, 3, 1, &ref);
+  make_batch(*d, meta, idx.data(), 2, true, 3, 1, &ref);
   EXPECT_EQ(b.x, ref.x);
   EXPECT_EQ(b.y, ref.y);
 }

@@ -80,6 +80,14 @@ TEST(TrainTools, SameConfigTwiceGivesBitwiseIdenticalWeights) {
   ASSERT_EQ(rc, 0) << out;
   EXPECT_EQ(state_of(a + "/pretrain/model.h5"), state_of(h + "/pretrain/model.h5"));
 
+  // The streaming loader with one rank and one window is the in-memory order: same weights
+  // (and it streams the held-out and test evaluations too).
+  std::string m = fresh_run("train_tools_stream_one_window");
+  out = pretrain(m, " --set data.loader=stream", &rc);
+  ASSERT_EQ(rc, 0) << out;
+  EXPECT_NE(out.find("streamed"), std::string::npos) << out;
+  EXPECT_EQ(state_of(a + "/pretrain/model.h5"), state_of(m + "/pretrain/model.h5"));
+
   // kill -9 at step 6, then --resume: the same weights as the uninterrupted run.
   std::string k = fresh_run("train_tools_kill");
   out = pretrain(k, "", &rc, "SIEVE_DEBUG_KILL_STEP=6");
@@ -101,6 +109,32 @@ TEST(TrainTools, SameConfigTwiceGivesBitwiseIdenticalWeights) {
   out = pretrain(u, " --set pretrain.checkpoint.every_steps=0 --resume", &rc);
   ASSERT_EQ(rc, 0) << out;
   EXPECT_EQ(state_of(a + "/pretrain/model.h5"), state_of(u + "/pretrain/model.h5"));
+}
+
+// Streaming with windows far smaller than the split (an 8 KB budget for 12 KB of samples:
+// 2 KB windows of 10 samples, smaller than a batch, so samples carry over between windows):
+// killed mid-epoch and resumed, it continues exactly; a resume with another
+// budget (another order) is refused naming the checkpoint.
+TEST(TrainTools, StreamedRunResumesExactlyAndRefusesAnotherGeometry) {
+  const std::string small = " --set data.loader=auto --set data.memory_budget_mb=0.008";
+  std::string a = fresh_run("train_tools_stream_a"), k = fresh_run("train_tools_stream_kill");
+  int rc = 0;
+  std::string out = pretrain(a, small, &rc);
+  ASSERT_EQ(rc, 0) << out;
+  EXPECT_NE(out.find("streamed"), std::string::npos) << out;
+  out = pretrain(k, small, &rc, "SIEVE_DEBUG_KILL_STEP=5");
+  ASSERT_EQ(rc, 128 + 9) << out;
+  out = pretrain(k, small + " --resume", &rc);
+  ASSERT_EQ(rc, 0) << out;
+  EXPECT_EQ(state_of(a + "/pretrain/model.h5"), state_of(k + "/pretrain/model.h5"));
+
+  std::string g = fresh_run("train_tools_stream_other");
+  out = pretrain(g, small, &rc, "SIEVE_DEBUG_KILL_STEP=5");
+  ASSERT_EQ(rc, 128 + 9) << out;
+  out = pretrain(g, " --set data.loader=memory --resume", &rc);
+  EXPECT_NE(rc, 0) << out;
+  EXPECT_NE(out.find("loader"), std::string::npos) << out;
+  EXPECT_NE(out.find("ckpt-"), std::string::npos) << out;
 }
 
 TEST(TrainTools, NanGradientStopsNamingTheStepAndKeepsGoodCheckpoints) {

@@ -1,0 +1,107 @@
+#include "train/grad_sync.hpp"
+
+#include <algorithm>
+#include <chrono>
+
+#include "train/fusion_queue.hpp"
+#include "train/param_server.hpp"
+#include "train/reducer.hpp"
+#include "util/trace.hpp"
+
+namespace sieve::train {
+
+void check_comm_options(const CommOptions& o, const std::string& p) {
+  if (o.strategy != "buckets" && o.strategy != "fusion-queue" && o.strategy != "parameter-server")
+    throw UsageError(cat(p, ".comm.strategy '", o.strategy,
+                         "': expected buckets, fusion-queue or parameter-server"));
+  if (o.mode != "sync")
+    throw UsageError(cat(p, ".comm.mode '", o.mode,
+                         "': only sync is built (async stale-synchronous parameter server is "
+                         "not implemented yet)"));
+}
+
+std::unique_ptr<GradSync> make_grad_sync(const CommOptions& o, const Comm& comm, float* grads,
+                                         size_t total,
+                                         const std::vector<std::pair<size_t, size_t>>& covered) {
+  const size_t bucket_bytes = size_t(std::max(1.0, o.bucket_mb * 1048576.0));
+  if (o.strategy == "fusion-queue")
+    return std::make_unique<FusionQueue>(comm, grads, total, covered, o.cycle_ms,
+                                         size_t(std::max(1.0, o.fusion_mb * 1048576.0)));
+  if (o.strategy == "parameter-server")
+    return std::make_unique<ParamServer>(comm, grads, total, covered, o.servers, bucket_bytes);
+  return std::make_unique<GradReducer>(comm, grads, total, covered, bucket_bytes);
+}
+
+std::vector<size_t> even_cuts(size_t total, size_t per) {
+  std::vector<size_t> cuts;
+  for (size_t b = 0; b < total; b += per) cuts.push_back(b);
+  cuts.push_back(total);
+  if (cuts.size() == 1) cuts.push_back(total);  // an empty buffer is one empty piece
+  return cuts;
+}
+
+PieceTracker::PieceTracker(const std::vector<size_t>& cuts,
+                           const std::vector<std::pair<size_t, size_t>>& covered) {
+  for (size_t i = 0; i + 1 < cuts.size(); ++i) pieces_.push_back({cuts[i], cuts[i + 1]});
+  for (auto [off, cnt] : covered)
+    for (auto& k : pieces_) {
+      const size_t lo = std::max(off, k.begin), hi = std::min(off + cnt, k.end);
+      if (hi > lo) k.needed += hi - lo;
+    }
+}
+
+void PieceTracker::reset() {
+  for (auto& k : pieces_) k.reported = 0;
+}
+
+InFlight::~InFlight() {
+  for (auto& r : reqs_)
+    if (r != MPI_REQUEST_NULL) MPI_Wait(&r, MPI_STATUS_IGNORE);
+}
+
+void InFlight::add(MPI_Request req, std::string label, double bytes) {
+  reqs_.push_back(req);
+  labels_.push_back(std::move(label));
+  t0_us_.push_back(trace::now_us());
+  bytes_.push_back(bytes);
+  ++live_;
+}
+
+void InFlight::retire(const std::vector<int>& done, int n) {
+  const double t = trace::now_us();
+  for (int i = 0; i < n; ++i) {
+    const size_t k = size_t(done[size_t(i)]);
+    trace::complete(labels_[k], "comm", t0_us_[k], t, trace::kComm,
+                    cat("\"bytes\":", int64_t(bytes_[k])));
+  }
+  live_ -= size_t(n);
+}
+
+void InFlight::poll() {
+  if (live_ == 0) return;
+  std::vector<int> done(reqs_.size());
+  int n = 0;
+  SIEVE_MPI_CHECK(MPI_Testsome(int(reqs_.size()), reqs_.data(), &n, done.data(),
+                               MPI_STATUSES_IGNORE));
+  if (n != MPI_UNDEFINED && n > 0) retire(done, n);
+}
+
+double InFlight::wait_all() {
+  const auto t0 = std::chrono::steady_clock::now();
+  std::vector<int> done(reqs_.size());
+  while (live_ > 0) {
+    int n = 0;
+    SIEVE_MPI_CHECK(MPI_Waitsome(int(reqs_.size()), reqs_.data(), &n, done.data(),
+                                 MPI_STATUSES_IGNORE));
+    if (n == MPI_UNDEFINED) break;
+    retire(done, n);
+  }
+  reqs_.clear();
+  labels_.clear();
+  t0_us_.clear();
+  bytes_.clear();
+  live_ = 0;
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+}  // namespace sieve::train

@@ -1,0 +1,130 @@
+#include "util/trace.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+
+#include "comm/comm.hpp"
+#include "util/error.hpp"
+
+namespace sieve::trace {
+namespace {
+
+// A long run at the default keeps its first ~400k spans (~40 MB of JSON per rank): enough
+// for hundreds of ResNet steps; the file records how many were dropped.
+constexpr size_t kMaxEvents = 400000;
+
+struct Recorder {
+  std::string path;
+  bool on = false;
+  std::chrono::steady_clock::time_point origin = std::chrono::steady_clock::now();
+  std::vector<Event> events;
+  size_t dropped = 0;
+};
+Recorder& rec() {
+  static Recorder r;
+  return r;
+}
+
+void append_escaped(std::string& out, const std::string& s) {
+  for (char c : s) {
+    if (c == '"' || c == '\\') out += '\\';
+    if (static_cast<unsigned char>(c) < 0x20) continue;  // names never need control chars
+    out += c;
+  }
+}
+
+std::string serialize(const std::vector<Event>& evs, int pid) {
+  std::string out;
+  out.reserve(evs.size() * 110);
+  char num[128];
+  for (const Event& e : evs) {
+    out += "{\"name\":\"";
+    append_escaped(out, e.name);
+    out += "\",\"cat\":\"";
+    out += e.cat;
+    std::snprintf(num, sizeof num, "\",\"ph\":\"X\",\"pid\":%d,\"tid\":%d,\"ts\":%.3f,\"dur\":%.3f",
+                  pid, e.tid, e.ts_us, e.dur_us);
+    out += num;
+    if (!e.args.empty()) out += ",\"args\":{" + e.args + "}";
+    out += "},\n";
+  }
+  return out;
+}
+
+}  // namespace
+
+void enable(const std::string& path) {
+  rec().path = path;
+  rec().on = !path.empty();
+}
+bool enabled() { return rec().on; }
+const std::string& path() { return rec().path; }
+
+double now_us() {
+  return std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() -
+                                                   rec().origin)
+      .count();
+}
+
+void set_origin() { rec().origin = std::chrono::steady_clock::now(); }
+
+void complete(std::string name, const char* cat, double t0_us, double t1_us, int tid,
+              std::string args) {
+  Recorder& r = rec();
+  if (!r.on) return;
+  if (r.events.size() >= kMaxEvents) {
+    ++r.dropped;
+    return;
+  }
+  r.events.push_back({std::move(name), cat, t0_us, std::max(0.0, t1_us - t0_us), tid,
+                      std::move(args)});
+}
+
+const std::vector<Event>& events() { return rec().events; }
+void clear() {
+  rec().events.clear();
+  rec().dropped = 0;
+}
+
+void write_gathered(const Comm& comm, const std::string& path, const std::string& meta_json) {
+  std::string mine = serialize(rec().events, comm.rank());
+  // Names of the process/thread tracks, so Perfetto shows "rank 1 / main" and not pids.
+  char meta[256];
+  for (int tid : {int(kMain), int(kComm)}) {
+    std::snprintf(meta, sizeof meta,
+                  "{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":%d,\"tid\":%d,"
+                  "\"args\":{\"name\":\"%s\"}},\n",
+                  comm.rank(), tid, tid == kMain ? "main" : "reductions in flight");
+    mine += meta;
+  }
+  std::snprintf(meta, sizeof meta,
+                "{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":%d,\"args\":{\"name\":\"rank "
+                "%d\"}},\n",
+                comm.rank(), comm.rank());
+  mine += meta;
+  const int64_t dropped = comm.allreduce_sum(int64_t(rec().dropped));
+  std::vector<char> all = comm.allgatherv(std::vector<char>(mine.begin(), mine.end()));
+  std::string err;
+  if (comm.is_root()) {
+    const std::string tmp = path + ".tmp";
+    std::ofstream f(tmp, std::ios::binary);
+    f << "{\"displayTimeUnit\":\"ms\",\"otherData\":" << meta_json
+      << ",\"droppedEvents\":" << dropped << ",\"traceEvents\":[\n";
+    f.write(all.data(), std::streamsize(all.size()));
+    // The last element of the list: a metadata event, so no trailing comma is left dangling.
+    f << "{\"name\":\"trace_end\",\"ph\":\"M\",\"pid\":0,\"args\":{}}]}\n";
+    f.close();
+    std::error_code ec;
+    if (!f)
+      err = cat("cannot write trace file ", path);
+    else
+      std::filesystem::rename(tmp, path, ec);
+    if (ec) err = cat("cannot rename the trace file into ", path, ": ", ec.message());
+  }
+  agree_on_error(comm, err);
+}
+
+}  // namespace sieve::trace
