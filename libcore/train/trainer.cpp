@@ -103,15 +103,14 @@ TrainOptions read_train_options(const Config& cfg, const std::string& p) {
   return o;
 }
 
-Trainer::Trainer(const Comm& comm, TrainOptions opt, const SplitData& train,
-                 const SplitData* test, const DatasetMeta& meta, std::vector<int64_t> active,
+Trainer::Trainer(const Comm& comm, TrainOptions opt, std::unique_ptr<SampleSource> source,
+                 const SplitData& train, EvalSplit test, const DatasetMeta& meta,
                  std::string ckpt_dir, std::string metrics_path, std::string config_yaml)
     : comm_(comm),
       o_(std::move(opt)),
-      train_(train),
-      test_(test),
+      source_(std::move(source)),
+      test_(std::move(test)),
       meta_(meta),
-      sampler_(std::move(active), o_.global_batch, o_.seed),
       ckpt_dir_(std::move(ckpt_dir)),
       metrics_path_(std::move(metrics_path)),
       config_yaml_(std::move(config_yaml)) {
@@ -125,15 +124,15 @@ Trainer::Trainer(const Comm& comm, TrainOptions opt, const SplitData& train,
   } else {
     s.in_features = train.f;
   }
-  SIEVE_CHECK(sampler_.batch_size() >= comm.size(), "global batch of ", sampler_.batch_size(),
+  SIEVE_CHECK(source_->batch_size() >= comm.size(), "global batch of ", source_->batch_size(),
               " samples is smaller than the ", comm.size(),
               " ranks: every rank needs at least one sample per step");
   model_ = nn::make_model(s);
   nn::init_params(*model_, o_.seed);
   opt_ = std::make_unique<SgdOptimizer>(param_slices(*model_), model_->num_params(), o_.opt);
-  o_.sched.global_batch = sampler_.batch_size();
+  o_.sched.global_batch = source_->batch_size();
   o_.sched.epochs = o_.epochs;
-  o_.sched.steps_per_epoch = sampler_.steps_per_epoch();
+  o_.sched.steps_per_epoch = source_->steps_per_epoch();
 }
 
 Trainer::~Trainer() = default;
@@ -163,31 +162,31 @@ void Trainer::broadcast_buffers() {
 }
 
 void Trainer::checkpoint(const TrainState& st) {
+  source_->quiesce();  // no read-ahead on another thread while this one writes HDF5
   const std::string path = checkpoint_name(ckpt_dir_, st.step);
   if (sync_) sync_->collect_optimizer_state(*opt_);  // parameter server: momentum shards
   save_checkpoint(path, *model_, *opt_, st, config_yaml_, comm_);
   if (comm_.is_root()) prune_checkpoints(ckpt_dir_, o_.ckpt_keep);
 }
 
-std::pair<double, double> Trainer::evaluate(const SplitData& d, const std::vector<int64_t>* rows) {
-  const int64_t total = rows ? int64_t(rows->size()) : d.n;
-  Range r = block_range(total, comm_.rank(), comm_.size());
+std::pair<double, double> Trainer::evaluate(const EvalSplit& d, const std::vector<int64_t>* rows) {
+  source_->quiesce();  // streamed evaluation reads the file on this thread
   double stats[3] = {0, 0, 0};  // loss sum, correct, n
   Batch b;
-  std::vector<int64_t> idx;
-  for (int64_t i = r.begin; i < r.end; i += o_.eval_batch) {
-    const int n = int(std::min<int64_t>(o_.eval_batch, r.end - i));
-    idx.resize(size_t(n));
-    for (int j = 0; j < n; ++j) idx[size_t(j)] = rows ? (*rows)[size_t(i + j)] : i + j;
-    make_batch(d, meta_, idx.data(), n, false, 0, 0, &b);
-    const float* logits = model_->forward(b.x.data(), n, false);
-    int correct = 0;
-    double loss = nn::softmax_cross_entropy(logits, b.y.data(), n, model_->num_classes(), 0.0f,
-                                            nullptr, &correct);
-    stats[0] += loss * n;
-    stats[1] += correct;
-    stats[2] += n;
-  }
+  for_each_eval_block(d, rows, comm_.rank(), comm_.size(),
+                      [&](const SplitData& block, const std::vector<int64_t>& local) {
+    for (size_t i = 0; i < local.size(); i += size_t(o_.eval_batch)) {
+      const int n = int(std::min<size_t>(size_t(o_.eval_batch), local.size() - i));
+      make_batch(block, meta_, local.data() + i, n, false, 0, 0, &b);
+      const float* logits = model_->forward(b.x.data(), n, false);
+      int correct = 0;
+      double loss = nn::softmax_cross_entropy(logits, b.y.data(), n, model_->num_classes(), 0.0f,
+                                              nullptr, &correct);
+      stats[0] += loss * n;
+      stats[1] += correct;
+      stats[2] += n;
+    }
+  });
   comm_.allreduce_sum(stats, 3);
   if (stats[2] == 0) return {0.0, 0.0};
   return {stats[0] / stats[2], stats[1] / stats[2]};
@@ -195,12 +194,13 @@ std::pair<double, double> Trainer::evaluate(const SplitData& d, const std::vecto
 
 TrainResult Trainer::run(bool resume) {
   install_stop_handlers();
-  const int64_t steps_per_epoch = sampler_.steps_per_epoch();
-  const int64_t B = sampler_.batch_size();
+  const int64_t steps_per_epoch = source_->steps_per_epoch();
+  const int64_t B = source_->batch_size();
   LrSchedule sched(o_.sched);
   TrainState st;
   st.seed = o_.seed;
   st.global_batch = B;
+  st.loader = source_->describe();
 
   std::string from;
   if (resume) {
@@ -211,6 +211,12 @@ TrainResult Trainer::run(bool resume) {
     st = load_checkpoint(from, *model_, *opt_);
     SIEVE_CHECK(st.seed == o_.seed, from, ": checkpoint seed ", st.seed,
                 " differs from the configured seed ", o_.seed);
+    const std::string loader = source_->describe();
+    SIEVE_CHECK(st.loader == loader, from,
+                ": checkpoint was written by the ", st.loader, " loader, this run uses ", loader,
+                " (a streamed run resumes exactly only with the same data.memory_budget_mb, "
+                "data.loader and rank count)");
+    st.loader = loader;
     SIEVE_CHECK(st.global_batch == B, from, ": checkpoint was written with ", st.global_batch,
                 " samples per step, the configuration gives ", B,
                 " (resume needs the same global batch; the rank count may differ)");
@@ -276,17 +282,24 @@ TrainResult Trainer::run(bool resume) {
   res.batch = B;
   res.per_rank_batch = per_rank;
   res.accum_steps = accum;
-  res.samples_used = sampler_.num_active();
+  res.samples_used = source_->num_active();
   res.peak_lr = sched.peak();
   res.best_test_acc = -1;
 
-  Prefetcher pf(train_, meta_);
-  // The micro-batch sequence of this rank: (epoch, step, chunk) -> sample indices.
+  Prefetcher pf(meta_);
+  // The micro-batch sequence of this rank: (epoch, step) -> rows of the step's data, one
+  // list per micro-batch.
+  struct StepChunks {
+    std::shared_ptr<const SplitData> data;
+    std::vector<std::vector<int64_t>> parts;
+  };
   auto chunks_of = [&](int64_t e, int64_t s) {
-    std::vector<std::vector<int64_t>> out;
-    auto part = sampler_.rank_part(e, s, comm_.rank(), comm_.size());
-    for (size_t i = 0; i < part.size(); i += size_t(micro))
-      out.emplace_back(part.begin() + i, part.begin() + std::min(part.size(), i + size_t(micro)));
+    StepChunks out;
+    StepPart part = source_->rank_part(e, s);
+    out.data = std::move(part.data);
+    const auto& rows = part.rows;
+    for (size_t i = 0; i < rows.size(); i += size_t(micro))
+      out.parts.emplace_back(rows.begin() + i, rows.begin() + std::min(rows.size(), i + size_t(micro)));
     return out;
   };
 
@@ -302,9 +315,9 @@ TrainResult Trainer::run(bool resume) {
   for (int64_t e = st.epoch; e < o_.epochs; ++e) {
     epoch_start = now_s();
     epoch_images = 0;
-    auto chunks = st.step_in_epoch < steps_per_epoch ? chunks_of(e, st.step_in_epoch)
-                                                     : std::vector<std::vector<int64_t>>{};
-    if (!chunks.empty()) pf.request(chunks[0], o_.augment, o_.seed, e);
+    StepChunks chunks = st.step_in_epoch < steps_per_epoch ? chunks_of(e, st.step_in_epoch)
+                                                           : StepChunks{};
+    if (!chunks.parts.empty()) pf.request(chunks.data, chunks.parts[0], o_.augment, o_.seed, e);
     for (int64_t s = st.step_in_epoch; s < steps_per_epoch; ++s) {
       const double lr = sched.lr_at(st.step);
       trace::Span step_span("step", cat("step ", st.step));
@@ -314,17 +327,16 @@ TrainResult Trainer::run(bool resume) {
         broadcast_buffers();
       }
       double stats[4] = {0, 0, 0, 0};  // loss sum, correct, non-finite, stop
-      auto next_chunks = (s + 1 < steps_per_epoch) ? chunks_of(e, s + 1)
-                                                   : std::vector<std::vector<int64_t>>{};
-      for (size_t c = 0; c < chunks.size(); ++c) {
+      StepChunks next_chunks = (s + 1 < steps_per_epoch) ? chunks_of(e, s + 1) : StepChunks{};
+      for (size_t c = 0; c < chunks.parts.size(); ++c) {
         Batch b = [&] {
           trace::Span span("data", "wait for batch");
           return pf.take();
         }();
-        if (c + 1 < chunks.size())
-          pf.request(chunks[c + 1], o_.augment, o_.seed, e);
-        else if (!next_chunks.empty())
-          pf.request(next_chunks[0], o_.augment, o_.seed, e);
+        if (c + 1 < chunks.parts.size())
+          pf.request(chunks.data, chunks.parts[c + 1], o_.augment, o_.seed, e);
+        else if (!next_chunks.parts.empty())
+          pf.request(next_chunks.data, next_chunks.parts[0], o_.augment, o_.seed, e);
         const int n = b.n;
         const int k = model_->num_classes();
         const double fwd0 = trace::now_us();
@@ -336,14 +348,14 @@ TrainResult Trainer::run(bool resume) {
                                                 dlogits.data(), &correct);
         const float scale = float(double(n) / double(B));
         for (auto& v : dlogits) v *= scale;
-        if (c + 1 == chunks.size()) reducer.arm();
+        if (c + 1 == chunks.parts.size()) reducer.arm();
         const double bwd0 = trace::now_us();
         model_->backward(dlogits.data());
         trace::complete("backward", "compute", bwd0, trace::now_us());
         stats[0] += loss * n;
         stats[1] += correct;
       }
-      if (chunks.empty()) reducer.arm();
+      if (chunks.parts.empty()) reducer.arm();
       if (staged) model_->backend().to_host(G, model_->grads(), model_->num_params() * sizeof(float));
       reducer.finish();
       float* g = G;
@@ -403,11 +415,11 @@ TrainResult Trainer::run(bool resume) {
     rec["train_loss"] = train_loss;
     rec["train_acc"] = train_acc;
     const bool do_eval =
-        test_ && test_->n > 0 &&
+        !test_.empty() && test_.rows > 0 &&
         ((o_.eval_every > 0 && (e + 1) % o_.eval_every == 0) || e + 1 == o_.epochs);
     const double elapsed = now_s() - t0;
     if (do_eval) {
-      auto [tl, ta] = evaluate(*test_);
+      auto [tl, ta] = evaluate(test_);
       rec["test_loss"] = tl;
       rec["test_acc"] = ta;
       rec["gen_gap"] = train_acc - ta;
@@ -455,8 +467,8 @@ TrainResult Trainer::run(bool resume) {
                               ",\"arch\":\"", o_.spec.arch, "\",\"width\":", o_.spec.width,
                               ",\"global_batch\":", B, ",\"buckets\":", reducer.num_buckets(),
                               "}"));
-  if (res.final_test_acc < 0 && test_ && test_->n > 0) {  // resumed after the last epoch
-    auto [tl, ta] = evaluate(*test_);
+  if (res.final_test_acc < 0 && !test_.empty() && test_.rows > 0) {  // resumed after the last epoch
+    auto [tl, ta] = evaluate(test_);
     res.final_test_acc = res.best_test_acc = ta;
     res.final_test_loss = tl;
   }
@@ -465,6 +477,7 @@ TrainResult Trainer::run(bool resume) {
   const double run_time = now_s() - run_start;
   res.images_per_s = run_time > 0 ? double((st.step - start_step) * B) / run_time : 0.0;
   res.images_per_s_per_rank = res.images_per_s / comm_.size();
+  source_->quiesce();  // the caller writes the model (HDF5) next
   return res;
 }
 

@@ -28,6 +28,7 @@
 #include "train/checkpoint.hpp"
 #include "train/grad_sync.hpp"
 #include "train/loader.hpp"
+#include "train/stream.hpp"
 #include "train/optimizer.hpp"
 
 namespace sieve::train {
@@ -79,10 +80,11 @@ inline constexpr int kExitRequeue = 75;
 
 class Trainer {
  public:
-  // `active`: indices of training samples used (keep-mask survivors, or all).
-  // `test` may be null. ckpt_dir must exist (created by the tool).
-  Trainer(const Comm& comm, TrainOptions opt, const SplitData& train, const SplitData* test,
-          const DatasetMeta& meta, std::vector<int64_t> active, std::string ckpt_dir,
+  // `source`: where this rank's training samples come from, step by step (the split in
+  // memory, or streamed: train/stream.hpp); `shape`: the training split's geometry (its
+  // sample data may be absent); `test` may be empty. ckpt_dir must exist (created by the tool).
+  Trainer(const Comm& comm, TrainOptions opt, std::unique_ptr<SampleSource> source,
+          const SplitData& shape, EvalSplit test, const DatasetMeta& meta, std::string ckpt_dir,
           std::string metrics_path, std::string config_yaml);
   ~Trainer();
   // Trains to the end (or throws StopRequested / Error). resume: continue from the
@@ -93,7 +95,7 @@ class Trainer {
   const GradSync* grad_sync() const { return sync_.get(); }
   // Mean loss and accuracy of the current model over a split (eval mode, all ranks), or
   // over the listed rows of it when `rows` is given.
-  std::pair<double, double> evaluate(const SplitData& d,
+  std::pair<double, double> evaluate(const EvalSplit& d,
                                      const std::vector<int64_t>* rows = nullptr);
   // Called on every rank at the end of each epoch, after the test evaluation and before
   // the epoch's metrics line and checkpoint are written: (epoch 1-based, metrics record).
@@ -108,13 +110,12 @@ class Trainer {
 
   const Comm& comm_;
   TrainOptions o_;
-  const SplitData& train_;
-  const SplitData* test_;
+  std::unique_ptr<SampleSource> source_;
+  EvalSplit test_;
   const DatasetMeta& meta_;
   std::unique_ptr<nn::Model> model_;
   std::unique_ptr<SgdOptimizer> opt_;
   std::unique_ptr<GradSync> sync_;
-  Sampler sampler_;
   std::string ckpt_dir_, metrics_path_, config_yaml_;
   EpochHook epoch_hook_;
 };
