@@ -15,6 +15,13 @@ void add_report_keys(ConfigSchema& s) {
               "allreduce model: link bandwidth per rank in Gbit/s (100: EDR InfiniBand)", 1e-6);
   s.add_float("report.network.latency_us", 5.0,
               "allreduce model: per-message latency alpha in microseconds", 0.0);
+  s.add_string("report.network.calibration", "",
+               "allreduce calibration JSON (bench_core_allreduce / scripts/bench_comm.sh): when "
+               "set, its fitted latency and bandwidth replace network.bandwidth_gbps and "
+               "latency_us in the scaling model (\"\": use those)");
+  s.add_string("report.comm.bench_dir", "",
+               "output of scripts/bench_comm.sh (traces per strategy, calibrations): the "
+               "'Communication strategies' section (\"\": omitted)");
   s.add_float("report.estimate.images_per_s_per_rank", 0.0,
               "compute model: images/s of one rank (0: measured from the sweep runs, else "
               "from pretrain/metrics.jsonl)",

@@ -53,6 +53,47 @@ Estimates estimate(const EstimateInputs& in) {
   return e;
 }
 
+std::vector<StrategyPoint> predict_strategies(const StrategyModelInputs& in, int64_t max_ranks) {
+  const double a = in.latency_s, bw = in.bandwidth_bytes_per_s, G = in.grad_bytes;
+  auto ring = [&](double n, double p) {
+    return p > 1 ? 2 * (p - 1) * a + 2 * (p - 1) / p * n / bw : 0.0;
+  };
+  auto small = [&](double p) { return p > 1 ? 2 * std::ceil(std::log2(p)) * a : 0.0; };
+  std::vector<StrategyPoint> out;
+  for (int64_t pi : rank_counts(max_ranks)) {
+    const double p = double(pi);
+    const double tc = in.compute_s_per_sample * in.per_rank_batch;
+    const double tb = in.backward_fraction * tc;
+    const double k = std::max(1.0, std::ceil(G / in.bucket_bytes));
+    const double wire = p > 1 ? 2 * (p - 1) / p * G / bw : 0.0;
+    const double buckets = p > 1 ? std::max(ring(G / k, p), k * 2 * (p - 1) * a + wire - tb) : 0.0;
+    const double rounds =
+        std::max({1.0, std::min(double(std::max(1, in.tensors)), std::floor(tb / std::max(in.cycle_s, 1e-9))),
+                  std::ceil(G / in.fusion_bytes)});
+    const double fusion =
+        p > 1 ? in.cycle_s / 2 + small(p) +
+                    std::max(ring(G / rounds, p),
+                             rounds * 2 * (p - 1) * a + wire - std::max(0.0, tb - in.cycle_s))
+              : 0.0;
+    const double shard = G / std::max(1, in.servers), depth = p > 1 ? std::ceil(std::log2(p)) : 0;
+    const double push = depth * (a + shard / bw), pull = push;
+    const double ps = std::max(0.0, push - tb) + pull;
+    for (auto [name, exposed] : {std::pair<const char*, double>{"buckets", buckets},
+                                 {"fusion-queue", fusion},
+                                 {"parameter-server", ps}}) {
+      StrategyPoint r;
+      r.strategy = name;
+      r.ranks = pi;
+      r.compute_s = tc;
+      r.exposed_s = exposed + small(p);
+      r.step_s = tc + r.exposed_s;
+      r.efficiency = tc / r.step_s;
+      out.push_back(r);
+    }
+  }
+  return out;
+}
+
 namespace {
 
 nn::ModelSpec spec_from(const Config& cfg, const std::string& s, const std::vector<int64_t>& shape,

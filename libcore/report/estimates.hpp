@@ -64,6 +64,39 @@ Estimates estimate(const EstimateInputs& in);
 // Memory of one rank at per-rank batch b: params + grads + momentum + b * activations.
 double memory_per_rank(const EstimateInputs& in, double b);
 
+// Step time per gradient strategy (train/grad_sync.hpp), modelled on this implementation,
+// weak scaling (a fixed per-rank batch b, as the DDP/Horovod comparisons run). With A(n, p) = 2(p-1)alpha + 2(p-1)/p n/BW the ring
+// allreduce, s(p) = 2 ceil(log2 p) alpha a latency-bound small allreduce, T_c the compute
+// of b samples and T_b = f_b T_c its backward part (the overlap window):
+//   buckets           k = ceil(G/bucket) buckets; total C = k 2(p-1)alpha + 2(p-1)/p G/BW;
+//                     exposed = max(A(G/k), C - T_b)
+//   fusion-queue      r = min(tensors, max(1, T_b/cycle)) rounds, a fused buffer per round;
+//                     reductions start a cycle late, and the last round adds cycle/2 + s(p):
+//                     exposed = cycle/2 + s(p) + max(A(G/r), C_r - max(0, T_b - cycle))
+//   parameter-server  S shards, binomial-tree reduce (push) and broadcast (pull) of G/S
+//                     each: push = pull = ceil(log2 p)(alpha + G/(S BW)); the pull is
+//                     exposed, the push overlaps backward: exposed = max(0, push - T_b) + pull
+// plus s(p) for the per-step statistics allreduce, all strategies alike.
+// A model of these three implementations (MPI collectives on one link per rank), not of a
+// PS with dedicated server NICs or of Horovod's coordinator (gather at rank 0: O(p)).
+struct StrategyModelInputs {
+  double grad_bytes = 0;
+  double compute_s_per_sample = 0;  // measured: one rank's forward+backward per sample
+  double backward_fraction = 2.0 / 3.0;
+  double per_rank_batch = 0;
+  int tensors = 64;  // parameter tensors (ResNet-18: 62): at most one agreement round each
+  double bucket_bytes = 4 << 20, cycle_s = 1e-3, fusion_bytes = 64 << 20;
+  int servers = 1;
+  double latency_s = 5e-6, bandwidth_bytes_per_s = 12.5e9;  // ring-equivalent
+};
+struct StrategyPoint {
+  std::string strategy;
+  int64_t ranks = 1;
+  double compute_s = 0, exposed_s = 0, step_s = 0, efficiency = 0;
+};
+// Rows for buckets, fusion-queue and parameter-server at rank_counts(max_ranks).
+std::vector<StrategyPoint> predict_strategies(const StrategyModelInputs& in, int64_t max_ranks);
+
 // Parameter count of the model the config's `section` (scaled/pretrain) describes, built
 // with sieve::nn::make_model for the given input shape and classes.
 int64_t model_param_count(const Config& cfg, const std::string& section,

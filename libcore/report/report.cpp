@@ -7,6 +7,7 @@
 #include <map>
 
 #include "io/atomic_output.hpp"
+#include "comm/calibration.hpp"
 #include "report/estimates.hpp"
 #include "report/results.hpp"
 #include "report/sections.hpp"
@@ -109,6 +110,15 @@ void section_estimates(SectionContext& c) {
   in.overlap = cfg.get_bool("report.estimate.overlap");
   in.net.bandwidth_gbps = cfg.get_float("report.network.bandwidth_gbps");
   in.net.latency_us = cfg.get_float("report.network.latency_us");
+  std::string net_how = "report.network.*";
+  if (const std::string cal_path = cfg.get_string("report.network.calibration"); !cal_path.empty()) {
+    // Measured on the machine at hand (bench_core_allreduce), not assumed.
+    const CommCalibration cal = read_calibration(cal_path);
+    const RingEquivalent eq = ring_equivalent(cal);
+    in.net.latency_us = eq.latency_s * 1e6;
+    in.net.bandwidth_gbps = eq.bandwidth_bytes_per_s * 8e-9;
+    net_how = cat("fitted allreduce calibration of ", cal.ranks, " ranks (", cal_path, ")");
+  }
   in.max_ranks = cfg.get_int("report.estimate.max_ranks");
 
   const bool weak = in.per_rank_batch > 0;
@@ -130,7 +140,7 @@ void section_estimates(SectionContext& c) {
       {"memory per rank at p=1", log::format_bytes(memory_per_rank(in, b1)),
        cat("params + grads + momentum + ", fmt(b1), " samples of activations")},
       {"network", cat(fmt(in.net.bandwidth_gbps), " Gbit/s, ", fmt(in.net.latency_us), " µs"),
-       "report.network.*"},
+       net_how},
       {"images/s per rank r",
        in.images_per_s_per_rank > 0 ? fixed(in.images_per_s_per_rank, 1) : "unknown",
        rate_how.empty() ? "not measured; set report.estimate.images_per_s_per_rank" : rate_how},
@@ -226,7 +236,8 @@ void make_report(const Config& cfg, const ReportOptions& opt, const Comm& comm) 
     const std::pair<const char*, Fn> sections[] = {
         {"overview", section_overview},     {"accuracy", section_accuracy},
         {"reduction", section_reduction},   {"embedding", section_embedding},
-        {"throughput", section_throughput}, {"pretrain", section_pretrain},
+        {"throughput", section_throughput}, {"comm", section_comm},
+        {"pretrain", section_pretrain},
         {"estimates", section_estimates}};
     log::Progress progress("sections", std::size(sections), "sections");
     int64_t done = 0;

@@ -32,5 +32,6 @@ void section_embedding(SectionContext& c);
 void section_throughput(SectionContext& c);
 void section_pretrain(SectionContext& c);
 void section_estimates(SectionContext& c);
+void section_comm(SectionContext& c);
 
 }  // namespace sieve::report

@@ -466,6 +466,10 @@ TrainResult Trainer::run(bool resume) {
                           cat("{\"strategy\":\"", o_.comm.strategy, "\",\"ranks\":", comm_.size(),
                               ",\"arch\":\"", o_.spec.arch, "\",\"width\":", o_.spec.width,
                               ",\"global_batch\":", B, ",\"buckets\":", reducer.num_buckets(),
+                              ",\"params\":", model_->num_params(), ",\"bucket_mb\":",
+                              o_.comm.bucket_mb, ",\"cycle_ms\":", o_.comm.cycle_ms,
+                              ",\"fusion_mb\":", o_.comm.fusion_mb, ",\"servers\":",
+                              o_.comm.servers, ",\"tensors\":", model_->param_info().size(),
                               "}"));
   if (res.final_test_acc < 0 && !test_.empty() && test_.rows > 0) {  // resumed after the last epoch
     auto [tl, ta] = evaluate(test_);

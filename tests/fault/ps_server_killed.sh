@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# Parameter server (pretrain.comm.strategy=parameter-server, one shard on rank 0): kill -9 of
+# the SERVER rank mid-run ends the whole job within seconds (the worker must not wait for
+# pulls that never come), and `--resume` from the last checkpoint finishes with /state
+# bitwise identical to an uninterrupted parameter-server run: the checkpoint holds every
+# shard's momentum, collected from its owner (ParamServer::collect_optimizer_state).
+. "$SIEVE_SOURCE_DIR/tests/fault/fault_common.bash"
+dir="$(scratch ps_server_killed)"
+make_dataset "$dir/ref"
+mkdir -p "$dir/kill"
+cp "$dir/ref/dataset.h5" "$dir/kill/"
+PS=(--set pretrain.comm.strategy=parameter-server --set pretrain.comm.servers=1)
+
+pretrain_fg "$dir/ref" "$dir/ref.log" "${PS[@]}" || { cat "$dir/ref.log"; fail "uninterrupted run failed"; }
+
+step=$((2 * (1 + RANDOM % 4)))
+pretrain_bg "$dir/kill" "$dir/kill.log" "${PS[@]}"
+wait_for_checkpoint "$dir/kill" "$step" 120 || { cat "$dir/kill.log"; fail "no checkpoint >= $step"; }
+sleep "0.$((RANDOM % 5))"
+mapfile -t ranks < <(rank_pids "$MPIRUN_PID")
+[ ${#ranks[@]} -eq 2 ] || fail "expected 2 rank pids under mpirun $MPIRUN_PID, got '${ranks[*]}'"
+# The server owns shard 0: rank 0 (ParamServer::owner). Find it by Open MPI's rank variable.
+server=""
+for p in "${ranks[@]}"; do
+  tr '\0' '\n' <"/proc/$p/environ" | grep -qx "OMPI_COMM_WORLD_RANK=0" && server=$p
+done
+[ -n "$server" ] || fail "no rank-0 process among ${ranks[*]}"
+echo "  killing server rank 0 (pid $server) after checkpoint step >= $step"
+t0=$(date +%s.%N)
+kill -9 "$server"
+( sleep 30; kill -9 "$MPIRUN_PID" "${ranks[@]}" 2>/dev/null ) &
+watchdog=$!
+wait "$MPIRUN_PID"
+rc=$?
+while :; do
+  alive=()
+  for p in "${ranks[@]}"; do
+    kill -0 "$p" 2>/dev/null && [ "$(awk '{print $3}' /proc/"$p"/stat 2>/dev/null)" != Z ] && alive+=("$p")
+  done
+  [ ${#alive[@]} -eq 0 ] && break
+  (( $(echo "$(date +%s.%N) - $t0 < 30" | bc) )) || fail "rank pid(s) ${alive[*]} alive 30 s after the kill"
+  sleep 0.1
+done
+took=$(echo "$(date +%s.%N) - $t0" | bc)
+kill "$watchdog" 2>/dev/null
+wait "$watchdog" 2>/dev/null
+echo "  job ended ${took}s after the server was killed, exit $rc"
+[ -e "$dir/kill/pretrain/model.h5" ] && fail "run finished before the kill (model.h5 exists)"
+[ "$rc" -ne 0 ] || fail "mpirun exited 0 after the server was killed"
+(( $(echo "$took < 10" | bc) )) || fail "job did not end within 10 s of the kill (${took}s)"
+
+pretrain_fg "$dir/kill" "$dir/resume.log" "${PS[@]}" --resume ||
+  { cat "$dir/resume.log"; fail "--resume after the kill failed"; }
+grep -q "resuming from" "$dir/resume.log" || { cat "$dir/resume.log"; fail "no resume message"; }
+same_state "$dir/ref/pretrain/model.h5" "$dir/kill/pretrain/model.h5" ||
+  fail "resumed parameter-server model differs from the uninterrupted run"
+echo "ps_server_killed: OK"
