@@ -83,9 +83,12 @@ void add_trainer_keys(ConfigSchema& s, const std::string& p, const std::string& 
             "parameter-server: shards / server ranks (co-located on workers; at most the ranks)",
             1);
   s.add_string(p + ".comm.mode", "sync",
-               "parameter-server: sync (async stale-synchronous is not built yet)", {"sync"});
-  s.add_int(p + ".comm.max_staleness", 0,
-            "parameter-server async: most steps a worker's weights may lag (unused in sync)", 0);
+               "parameter-server: sync, or async (stale-synchronous: a round's update is applied "
+               "max_staleness steps later, its push overlapping those steps)",
+               {"sync", "async"});
+  s.add_int(p + ".comm.max_staleness", 1,
+            "parameter-server async: most recent updates a worker's weights may miss (0: sync)",
+            0, 64);
 }
 
 // Keys of the 'pretrain' section: the feature extractor (tools/pretrain).

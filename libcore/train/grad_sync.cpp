@@ -14,10 +14,12 @@ void check_comm_options(const CommOptions& o, const std::string& p) {
   if (o.strategy != "buckets" && o.strategy != "fusion-queue" && o.strategy != "parameter-server")
     throw UsageError(cat(p, ".comm.strategy '", o.strategy,
                          "': expected buckets, fusion-queue or parameter-server"));
-  if (o.mode != "sync")
-    throw UsageError(cat(p, ".comm.mode '", o.mode,
-                         "': only sync is built (async stale-synchronous parameter server is "
-                         "not implemented yet)"));
+  if (o.mode != "sync" && o.mode != "async")
+    throw UsageError(cat(p, ".comm.mode '", o.mode, "': expected sync or async"));
+  if (o.mode == "async" && o.strategy != "parameter-server")
+    throw UsageError(cat(p, ".comm.mode async: only the parameter-server strategy has an "
+                            "asynchronous (stale-synchronous) mode; ", p, ".comm.strategy is ",
+                         o.strategy));
 }
 
 std::unique_ptr<GradSync> make_grad_sync(const CommOptions& o, const Comm& comm, float* grads,
@@ -28,7 +30,8 @@ std::unique_ptr<GradSync> make_grad_sync(const CommOptions& o, const Comm& comm,
     return std::make_unique<FusionQueue>(comm, grads, total, covered, o.cycle_ms,
                                          size_t(std::max(1.0, o.fusion_mb * 1048576.0)));
   if (o.strategy == "parameter-server")
-    return std::make_unique<ParamServer>(comm, grads, total, covered, o.servers, bucket_bytes);
+    return std::make_unique<ParamServer>(comm, grads, total, covered, o.servers, bucket_bytes,
+                                         o.mode == "async" ? std::max(0, o.max_staleness) : 0);
   return std::make_unique<GradReducer>(comm, grads, total, covered, bucket_bytes);
 }
 

@@ -44,8 +44,8 @@ struct CommOptions {
   double cycle_ms = 1.0;             // fusion-queue: time between agreement rounds
   double fusion_mb = 64.0;           // fusion-queue: largest fused buffer
   int servers = 1;                   // parameter-server: ranks owning a shard (<= ranks)
-  std::string mode = "sync";         // parameter-server: sync (async is not built yet)
-  int max_staleness = 0;             // parameter-server async: bound on stale steps
+  std::string mode = "sync";         // parameter-server: sync | async (stale-synchronous)
+  int max_staleness = 1;             // parameter-server async: updates a worker may miss
 };
 void check_comm_options(const CommOptions& o, const std::string& prefix);
 
@@ -77,6 +77,8 @@ class GradSync {
   // Before a checkpoint: make the optimizer state that rank 0 writes complete (the
   // parameter server keeps each shard's momentum on its owner only).
   virtual void collect_optimizer_state(SgdOptimizer&) {}
+  // Apply every update still in flight (stale-synchronous parameter server; others: nothing).
+  virtual void drain() {}
   // Reductions this strategy cuts the buffer into (buckets, PS pieces; fusion-queue: 0,
   // decided per step).
   virtual size_t num_buckets() const { return 0; }

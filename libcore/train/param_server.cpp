@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstring>
 
 #include "util/trace.hpp"
 
@@ -38,9 +39,10 @@ std::vector<size_t> piece_cuts(const std::vector<size_t>& shards, size_t per) {
 
 ParamServer::ParamServer(const Comm& comm, float* grads, size_t total,
                          const std::vector<std::pair<size_t, size_t>>& covered, int servers,
-                         size_t piece_bytes)
+                         size_t piece_bytes, int max_staleness)
     : comm_(comm),
       grads_(grads),
+      staleness_(comm.size() > 1 ? std::max(0, max_staleness) : 0),
       shard_cuts_(shard_cuts(total, covered, std::clamp(servers, 1, comm.size()))),
       pieces_(piece_cuts(shard_cuts_, std::max<size_t>(1024, piece_bytes / sizeof(float))),
               covered) {
@@ -49,6 +51,8 @@ ParamServer::ParamServer(const Comm& comm, float* grads, size_t total,
     piece_owner_.push_back(owner(int(it - shard_cuts_.begin()) - 1));
   }
   pushed_.assign(pieces_.size(), 0);
+  if (staleness_ > 0) slots_.assign(size_t(staleness_) + 2, std::vector<float>(total, 0.0f));
+  push_buf_ = grads_;
 }
 
 void ParamServer::arm() {
@@ -56,20 +60,28 @@ void ParamServer::arm() {
   std::fill(pushed_.begin(), pushed_.end(), 0);
   armed_ = true;
   ++stats_.steps;
+  if (staleness_ > 0) {
+    // This round's pushes read from (and, on the owners, sum into) a buffer of their own:
+    // the gradients are zeroed by the next step while the pushes are still in flight.
+    push_buf_ = slots_[next_slot_].data();
+    current_ = std::make_unique<InFlight>();
+  }
 }
 
 void ParamServer::push(size_t p) {
   pushed_[p] = 1;
   if (comm_.size() == 1) return;
   const size_t n = pieces_.end(p) - pieces_.begin(p);
-  float* g = grads_ + pieces_.begin(p);
+  float* g = push_buf_ + pieces_.begin(p);
+  if (push_buf_ != grads_) std::memcpy(g, grads_ + pieces_.begin(p), n * sizeof(float));
   const int root = piece_owner_[p];
   MPI_Request req;
   // The owner sums in place; the other ranks only send (their buffer keeps the local part).
   SIEVE_MPI_CHECK(MPI_Ireduce(comm_.rank() == root ? MPI_IN_PLACE : g,
                               comm_.rank() == root ? g : nullptr, int(n), MPI_FLOAT, MPI_SUM,
                               root, comm_.raw(), &req));
-  inflight_.add(req, cat("push ", p, " -> rank ", root), double(n * sizeof(float)));
+  (current_ ? *current_ : inflight_)
+      .add(req, cat("push ", p, " -> rank ", root), double(n * sizeof(float)));
   ++stats_.messages;
   stats_.bytes += double(n * sizeof(float));
 }
@@ -80,24 +92,30 @@ void ParamServer::ready(size_t offset, size_t count) {
     push(p);
     ++stats_.started_early;
   });
-  inflight_.poll();
+  (current_ ? *current_ : inflight_).poll();
+  for (auto& r : pending_) r.pushes->poll();  // older rounds progress too
 }
 
 void ParamServer::finish() {
   for (size_t p = pieces_.size(); p-- > 0;)
     if (!pushed_[p]) push(p);
+  armed_ = false;
+  if (staleness_ > 0) {  // left in flight: applied k steps later (update) or by drain()
+    pending_.push_back({next_slot_, std::move(current_)});
+    next_slot_ = (next_slot_ + 1) % slots_.size();
+    return;
+  }
   const double t0 = trace::now_us();
   stats_.finish_wait_s += inflight_.wait_all();
   trace::complete("wait for pushes", "wait", t0, trace::now_us());
-  armed_ = false;
 }
 
-void ParamServer::update(SgdOptimizer& opt, float* params, float* grads, double lr) {
+void ParamServer::apply(const float* summed) {
   {
     trace::Span span("optimizer", "server update (own shards)");
     for (int s = 0; s < num_shards(); ++s)
       if (owner(s) == comm_.rank())
-        opt.step_range(params, grads, lr, shard_begin(s), shard_begin(s + 1));
+        opt_->step_range(params_, summed, lr_, shard_begin(s), shard_begin(s + 1));
   }
   if (comm_.size() == 1) return;
   const auto t = std::chrono::steady_clock::now();
@@ -105,7 +123,7 @@ void ParamServer::update(SgdOptimizer& opt, float* params, float* grads, double 
   for (size_t p = 0; p < pieces_.size(); ++p) {
     const size_t n = pieces_.end(p) - pieces_.begin(p);
     MPI_Request req;
-    SIEVE_MPI_CHECK(MPI_Ibcast(params + pieces_.begin(p), int(n), MPI_FLOAT, piece_owner_[p],
+    SIEVE_MPI_CHECK(MPI_Ibcast(params_ + pieces_.begin(p), int(n), MPI_FLOAT, piece_owner_[p],
                                comm_.raw(), &req));
     inflight_.add(req, cat("pull ", p, " <- rank ", piece_owner_[p]), double(n * sizeof(float)));
   }
@@ -114,7 +132,32 @@ void ParamServer::update(SgdOptimizer& opt, float* params, float* grads, double 
   stats_.update_comm_s += std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
 }
 
+void ParamServer::apply_oldest() {
+  Round r = std::move(pending_.front());
+  pending_.pop_front();
+  const double t0 = trace::now_us();
+  stats_.finish_wait_s += r.pushes->wait_all();
+  trace::complete("wait for stale pushes", "wait", t0, trace::now_us());
+  apply(slots_[r.slot].data());
+}
+
+void ParamServer::update(SgdOptimizer& opt, float* params, float* grads, double lr) {
+  opt_ = &opt;
+  params_ = params;
+  lr_ = lr;
+  if (staleness_ == 0) {
+    apply(grads);
+    return;
+  }
+  while (pending_.size() > size_t(staleness_)) apply_oldest();
+}
+
+void ParamServer::drain() {
+  while (!pending_.empty()) apply_oldest();
+}
+
 void ParamServer::collect_optimizer_state(SgdOptimizer& opt) {
+  drain();  // a checkpoint holds every update made so far
   float* v = opt.momentum().data();
   for (size_t p = 0; p < pieces_.size(); ++p)
     comm_.bcast(v + pieces_.begin(p), pieces_.end(p) - pieces_.begin(p), piece_owner_[p]);

@@ -1,4 +1,5 @@
-// The `parameter-server` strategy, synchronous: push gradients, update on the owner, pull.
+// The `parameter-server` strategy: push gradients, update on the owner, pull; synchronous or
+// stale-synchronous.
 //
 // The flat buffer is cut into `servers` contiguous shards at parameter boundaries (so LARS
 // sees whole tensors), balanced by size; shard s is owned by rank s*R/S (spread over the
@@ -22,10 +23,23 @@
 //
 // Failure: a dead server rank ends the job through the MPI runtime (mpirun kills the
 // remaining ranks when one dies; tests/fault/ps_server_killed.sh), nothing waits forever.
-// Asynchronous mode (stale-synchronous, comm.max_staleness) is not built yet.
+//
+// Stale-synchronous mode (comm.mode async, comm.max_staleness k >= 1; Ho et al. 2013's SSP
+// with every worker at the same clock): step t's push is copied into one of k+2 round
+// buffers and left in flight; the update of round t-k is applied at the end of step t. So the
+// weights a worker computes step t+1 on hold every update up to round t-k (at most k
+// missing), the push of a round overlaps the next k steps of compute, and only the pull stays
+// exposed. k = 0 is the synchronous mode. Workers still take their steps together: the
+// trainer's per-step statistics allreduce synchronises them, so staleness here buys overlap,
+// not freedom from stragglers (a worker-driven PS with one-sided or probe-driven messages
+// would be needed for that). drain() applies every round still in flight: the trainer calls
+// it at the end of each epoch and before each checkpoint, so evaluation and checkpoints see
+// every gradient, and a resumed run continues exactly. CPU (unstaged) path only.
 #pragma once
 #include <mpi.h>
 
+#include <deque>
+#include <memory>
 #include <vector>
 
 #include "train/grad_sync.hpp"
@@ -34,15 +48,18 @@ namespace sieve::train {
 
 class ParamServer final : public GradSync {
  public:
+  // max_staleness 0: synchronous; k >= 1: stale-synchronous with bound k.
   ParamServer(const Comm& comm, float* grads, size_t total,
               const std::vector<std::pair<size_t, size_t>>& covered, int servers,
-              size_t piece_bytes);
+              size_t piece_bytes, int max_staleness = 0);
   const char* name() const override { return "parameter-server"; }
   void arm() override;
   void ready(size_t offset, size_t count) override;
   void finish() override;
   void update(SgdOptimizer& opt, float* params, float* grads, double lr) override;
   void collect_optimizer_state(SgdOptimizer& opt) override;
+  void drain() override;
+  int max_staleness() const { return staleness_; }
   size_t num_buckets() const override { return pieces_.size(); }
   // Shard s: [shard_begin(s), shard_begin(s+1)), owned by rank owner(s).
   int num_shards() const { return int(shard_cuts_.size()) - 1; }
@@ -51,8 +68,25 @@ class ParamServer final : public GradSync {
 
  private:
   void push(size_t piece);
+  // Owners apply SGD to their shards with `summed`, then every rank pulls the weights.
+  void apply(const float* summed);
+  // Stale-synchronous: waits for the oldest round's pushes and applies it.
+  void apply_oldest();
+  struct Round {
+    size_t slot;
+    std::unique_ptr<InFlight> pushes;
+  };
   const Comm& comm_;
   float* grads_;
+  int staleness_ = 0;
+  std::vector<std::vector<float>> slots_;  // stale-synchronous round buffers
+  size_t next_slot_ = 0;
+  float* push_buf_;  // this step's pushes read (and, on the owner, sum into) here
+  std::unique_ptr<InFlight> current_;  // this round's pushes (stale-synchronous)
+  std::deque<Round> pending_;
+  SgdOptimizer* opt_ = nullptr;  // of the last update(), for drain()
+  float* params_ = nullptr;
+  double lr_ = 0;
   std::vector<size_t> shard_cuts_;
   PieceTracker pieces_;
   std::vector<int> piece_owner_;

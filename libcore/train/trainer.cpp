@@ -263,6 +263,9 @@ TrainResult Trainer::run(bool resume) {
   for (const auto& p : model_->param_info()) covered.push_back({p.offset, p.size});
   sync_ = make_grad_sync(o_.comm, comm_, G, model_->num_params(), covered);
   GradSync& reducer = *sync_;
+  SIEVE_CHECK(!staged || o_.comm.mode != "async",
+              "comm.mode async (stale-synchronous parameter server) needs the CPU path: the device "
+              "path uploads the host weights after each update, not after a drain");
   if (!staged) model_->set_grad_ready_hook([&](size_t off, size_t cnt) { reducer.ready(off, cnt); });
 
   // Fault injection for tests (docs/training.md): poison a gradient, raise SIGUSR1, or die
@@ -404,6 +407,7 @@ TrainResult Trainer::run(bool resume) {
         if (stop) throw StopRequested{checkpoint_name(ckpt_dir_, st.step)};
       }
     }
+    reducer.drain();  // stale-synchronous PS: rounds in flight are applied before evaluating
     // End of epoch: statistics, evaluation, metrics, checkpoint.
     const double train_loss = st.seen ? st.loss_sum / double(st.seen) : 0.0;
     const double train_acc = st.seen ? double(st.correct) / double(st.seen) : 0.0;
