@@ -115,6 +115,34 @@ print(f"  {sys.argv[1]}: loadable, {len(names)} finite /state datasets")
 EOF
 }
 
+# kill_job_rank VICTIM_PID RANK_PIDS...: kill -9 one rank of the job started by pretrain_bg
+# and wait until the whole job has ended (mpirun returned, no rank process left). Sets
+# JOB_RC (mpirun's exit code) and JOB_END_S (seconds from the kill to the end); fails after
+# 30 s (a hang: a watchdog then kills what is left, so the test ends).
+kill_job_rank() {
+  local victim="$1" t0 watchdog p alive
+  shift
+  t0=$(date +%s.%N)
+  kill -9 "$victim"
+  ( sleep 30; kill -9 "$MPIRUN_PID" "$@" 2>/dev/null ) &
+  watchdog=$!
+  wait "$MPIRUN_PID"
+  JOB_RC=$?
+  while :; do
+    alive=()
+    for p in "$@"; do
+      kill -0 "$p" 2>/dev/null && [ "$(awk '{print $3}' /proc/"$p"/stat 2>/dev/null)" != Z ] && alive+=("$p")
+    done
+    [ ${#alive[@]} -eq 0 ] && break
+    (( $(echo "$(date +%s.%N) - $t0 < 30" | bc) )) || fail "rank pid(s) ${alive[*]} still alive 30 s after the kill"
+    sleep 0.1
+  done
+  JOB_END_S=$(echo "$(date +%s.%N) - $t0" | bc)
+  kill "$watchdog" 2>/dev/null
+  wait "$watchdog" 2>/dev/null
+  return 0
+}
+
 # no_tmp_files DIR: nothing named *.tmp* anywhere below DIR.
 no_tmp_files() {
   local left

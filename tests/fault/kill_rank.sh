@@ -23,27 +23,8 @@ mapfile -t ranks < <(rank_pids "$MPIRUN_PID")
 [ ${#ranks[@]} -eq 2 ] || fail "expected 2 rank pids under mpirun $MPIRUN_PID, got '${ranks[*]}'"
 victim="${ranks[$((RANDOM % 2))]}"
 echo "  killing rank pid $victim (of ${ranks[*]}) after checkpoint step >= $step"
-t0=$(date +%s.%N)
-kill -9 "$victim"
-# Watchdog: if the job is still there after 30 s it hangs; kill it so the test ends.
-( sleep 30; kill -9 "$MPIRUN_PID" "${ranks[@]}" 2>/dev/null ) &
-watchdog=$!
-wait "$MPIRUN_PID"
-rc=$?
-# The job has ended when mpirun has returned and no rank process is left.
-while :; do
-  alive=()
-  for p in "${ranks[@]}"; do
-    kill -0 "$p" 2>/dev/null && [ "$(cat /proc/"$p"/stat 2>/dev/null | awk '{print $3}')" != Z ] && alive+=("$p")
-  done
-  [ ${#alive[@]} -eq 0 ] && break
-  (( $(echo "$(date +%s.%N) - $t0 < 30" | bc) )) || fail "rank pid(s) ${alive[*]} still alive 30 s after the kill"
-  sleep 0.1
-done
-t1=$(date +%s.%N)
-kill "$watchdog" 2>/dev/null
-wait "$watchdog" 2>/dev/null
-took=$(echo "$t1 - $t0" | bc)
+kill_job_rank "$victim" "${ranks[@]}"
+rc=$JOB_RC took=$JOB_END_S
 echo "  job ended ${took}s after the kill, exit $rc"
 [ -e "$dir/kill/pretrain/model.h5" ] && fail "run finished before the kill (model.h5 exists)"
 [ "$rc" -ne 0 ] || fail "mpirun exited 0 after a rank was killed"

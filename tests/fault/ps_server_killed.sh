@@ -26,24 +26,8 @@ for p in "${ranks[@]}"; do
 done
 [ -n "$server" ] || fail "no rank-0 process among ${ranks[*]}"
 echo "  killing server rank 0 (pid $server) after checkpoint step >= $step"
-t0=$(date +%s.%N)
-kill -9 "$server"
-( sleep 30; kill -9 "$MPIRUN_PID" "${ranks[@]}" 2>/dev/null ) &
-watchdog=$!
-wait "$MPIRUN_PID"
-rc=$?
-while :; do
-  alive=()
-  for p in "${ranks[@]}"; do
-    kill -0 "$p" 2>/dev/null && [ "$(awk '{print $3}' /proc/"$p"/stat 2>/dev/null)" != Z ] && alive+=("$p")
-  done
-  [ ${#alive[@]} -eq 0 ] && break
-  (( $(echo "$(date +%s.%N) - $t0 < 30" | bc) )) || fail "rank pid(s) ${alive[*]} alive 30 s after the kill"
-  sleep 0.1
-done
-took=$(echo "$(date +%s.%N) - $t0" | bc)
-kill "$watchdog" 2>/dev/null
-wait "$watchdog" 2>/dev/null
+kill_job_rank "$server" "${ranks[@]}"
+rc=$JOB_RC took=$JOB_END_S
 echo "  job ended ${took}s after the server was killed, exit $rc"
 [ -e "$dir/kill/pretrain/model.h5" ] && fail "run finished before the kill (model.h5 exists)"
 [ "$rc" -ne 0 ] || fail "mpirun exited 0 after the server was killed"

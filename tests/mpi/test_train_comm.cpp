@@ -14,13 +14,13 @@
 #include <map>
 #include <set>
 
+#include "mpi/train_mpi_util.hpp"
 #include "support/test_util.hpp"
 #include "train/fusion_queue.hpp"
 #include "train/param_server.hpp"
 #include "train/reducer.hpp"
 #include "train/stream.hpp"
 #include "train/trainer.hpp"
-#include "unit/test_train_util.hpp"
 #include "util/trace.hpp"
 
 using namespace sieve;
@@ -28,44 +28,12 @@ using namespace sieve::train;
 
 namespace {
 
-struct Data {
-  SplitData train;
-  DatasetMeta meta;
-};
-
-Data image_data(int n) {
-  Data d;
-  auto s = test::synthetic_images(n, 4, 3, 10, 8);
-  d.train.image = true;
-  d.train.n = n;
-  d.train.h = d.train.w = 8;
-  d.train.c = 3;
-  d.train.images = s.images;
-  d.train.labels = s.labels;
-  d.train.sample_id = s.ids;
-  d.meta.num_classes = 4;
-  d.meta.mean = {0.5, 0.5, 0.5};
-  d.meta.std = {0.25, 0.25, 0.25};
-  d.meta.kind = "image";
-  return d;
-}
+using Data = test::ImageData;
+using test::image_data;
 
 TrainOptions options(const std::string& arch, int64_t micro, const std::string& strategy,
                      int servers = 1) {
-  TrainOptions o;
-  o.spec.arch = arch;
-  o.spec.width = 0.125;
-  o.spec.mlp_hidden = {16};
-  o.epochs = 2;
-  o.global_batch = 12;
-  o.micro_batch = micro;
-  o.seed = 7;
-  o.opt.momentum = 0.9;
-  o.opt.weight_decay = 1e-4;
-  o.sched.base_lr = 0.05;
-  o.sched.decay = Decay::Cosine;
-  o.ckpt_every_epochs = 0;
-  o.eval_every = 0;
+  TrainOptions o = test::short_run_options(arch, micro);
   o.comm.strategy = strategy;
   o.comm.servers = servers;
   // Small pieces so that the tiny models still get several buckets / fused buffers / shards.
@@ -259,11 +227,7 @@ TEST(TrainComm, StaleSynchronousParameterServer) {
       << "one step per epoch: the drain applies the only round exactly as sync does";
 
   Data d = image_data(192);  // 16 steps per epoch
-  Data held = image_data(96);  // other samples of the same classes (another seed)
-  const auto other = test::synthetic_images(96, 4, 11, 5000, 8);
-  held.train.sample_id = other.ids;
-  held.train.images = other.images;
-  held.train.labels = other.labels;
+  const Data held = image_data(96, 11, 5000);  // other samples of the same classes
   // An easy task (a bright quadrant per class), so both must get it right: 4 epochs of
   // width-1/8 ResNet with augmentation stayed near chance even in sync mode.
   for (TrainOptions* o : {&sync, &async}) {

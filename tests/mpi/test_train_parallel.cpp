@@ -6,8 +6,8 @@
 
 #include <cmath>
 
+#include "mpi/train_mpi_util.hpp"
 #include "support/test_util.hpp"
-#include "unit/test_train_util.hpp"
 #include "train/reducer.hpp"
 #include "train/trainer.hpp"
 
@@ -42,45 +42,11 @@ TEST(TrainParallel, BucketReducerSumsEveryCoveredElement) {
 
 namespace {
 
-struct Data {
-  SplitData train;
-  DatasetMeta meta;
-};
-
-Data image_data(int n) {
-  Data d;
-  auto s = test::synthetic_images(n, 4, 3, 10, 8);
-  d.train.image = true;
-  d.train.n = n;
-  d.train.h = d.train.w = 8;
-  d.train.c = 3;
-  d.train.images = s.images;
-  d.train.labels = s.labels;
-  d.train.sample_id = s.ids;
-  d.meta.num_classes = 4;
-  d.meta.mean = {0.5, 0.5, 0.5};
-  d.meta.std = {0.25, 0.25, 0.25};
-  d.meta.kind = "image";
-  return d;
-}
+using Data = test::ImageData;
+using test::image_data;
 
 TrainOptions options(const std::string& arch, int64_t micro) {
-  TrainOptions o;
-  o.spec.arch = arch;
-  o.spec.width = 0.125;
-  o.spec.mlp_hidden = {16};
-  o.epochs = 2;
-  o.global_batch = 12;
-  o.micro_batch = micro;
-  o.seed = 7;
-  o.augment = true;
-  o.opt.momentum = 0.9;
-  o.opt.weight_decay = 1e-4;
-  o.sched.base_lr = 0.05;
-  o.sched.decay = Decay::Cosine;
-  o.ckpt_every_epochs = 0;
-  o.eval_every = 0;
-  return o;
+  return test::short_run_options(arch, micro);
 }
 
 std::vector<float> train_weights(const Comm& comm, const Data& d, const TrainOptions& o,
