@@ -23,6 +23,9 @@ width=${4:-0.25}
 per_rank=${SIEVE_BENCH_PER_RANK:-32}
 steps=${SIEVE_BENCH_STEPS:-8}
 repeats=${SIEVE_BENCH_REPEATS:-3}
+# 1 MiB buckets/pieces (DDP's first bucket): a narrow ResNet-18 is smaller than the 4 MiB
+# default, and one bucket cannot overlap anything.
+bucket_mb=${SIEVE_BENCH_BUCKET_MB:-1}
 . "$here/env.sh"
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
@@ -49,12 +52,13 @@ for rep in $(seq "$repeats"); do
     gb=$((per_rank * r))
     for s in buckets fusion-queue parameter-server; do
       rm -rf "$dir/pretrain"
-      echo "## repeat $rep: pretrain resnet18 width $width, $per_rank per rank (global $gb), $steps steps, $r ranks, $s; load $(cut -d' ' -f1 /proc/loadavg)"
+      echo "## repeat $rep: pretrain resnet18 width $width, $per_rank per rank (global $gb), $steps steps, $r ranks, $s, bucket_mb $bucket_mb; load $(cut -d' ' -f1 /proc/loadavg)"
       OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 mpirun -n "$r" "$build/tools/pretrain" \
         --set run.dir="$dir" --set pretrain.model.arch=resnet18 --set pretrain.model.width="$width" \
         --set pretrain.epochs=1 --set pretrain.global_batch="$gb" --set pretrain.holdout=0 \
         --set pretrain.eval_every=0 --set pretrain.checkpoint.every_epochs=0 \
         --set pretrain.comm.strategy="$s" --set pretrain.comm.servers=1 \
+        --set pretrain.comm.bucket_mb="$bucket_mb" \
         --trace "$dir/reps/trace-$s-np$r.rep$rep.json" >/dev/null 2>&1
     done
   done

@@ -2,11 +2,14 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <filesystem>
 #include <fstream>
 #include <map>
 
 #include "comm/calibration.hpp"
+#include "config/sections.hpp"
 #include "report/estimates.hpp"
+#include "report/sections.hpp"
 #include "report/timeline.hpp"
 #include "support/test_util.hpp"
 #include "util/error.hpp"
@@ -49,10 +52,12 @@ TEST(CommCalibration, NegativeInterceptIsClampedAndNotJsonIsAnError) {
   EXPECT_THROW(read_calibration(path), Error);
 }
 
-TEST(StepTimeline, SummaryCountsExclusiveTimePerCategoryAndSkipsTheFirstStep) {
-  // Two ranks, two steps each; step 2 of rank 0: 100 us = 60 compute (with a nested 20 us
-  // layer span), 25 wait, 5 data, 8 optimizer holding a 3 us wait, 2 left over.
-  const std::string path = test::scratch_dir("report_timeline") + "/trace-buckets-np2.json";
+namespace {
+
+// A trace as the trainer writes it: two ranks, two steps each; a step after the first: 100 us
+// = 60 compute (with a nested 20 us layer span), 25 wait, 5 data, 8 optimizer holding a 3 us
+// wait, 2 left over. The first step is 5x slower (warm-up).
+void write_synthetic_trace(const std::string& path) {
   std::ofstream f(path);
   f << R"({"otherData":{"strategy":"buckets","ranks":2,"arch":"resnet18","width":0.25,
   "global_batch":64,"params":1000,"tensors":3},"traceEvents":[)";
@@ -75,7 +80,13 @@ TEST(StepTimeline, SummaryCountsExclusiveTimePerCategoryAndSkipsTheFirstStep) {
       ev("wait for pulls", "wait", 92, 3);
     }
   f << R"({"name":"trace_end","ph":"M","pid":0,"args":{}}]})";
-  f.close();
+}
+
+}  // namespace
+
+TEST(StepTimeline, SummaryCountsExclusiveTimePerCategoryAndSkipsTheFirstStep) {
+  const std::string path = test::scratch_dir("report_timeline") + "/trace-buckets-np2.json";
+  write_synthetic_trace(path);
   const StepSplit s = summarize_trace(path);
   EXPECT_EQ(s.strategy, "buckets");
   EXPECT_EQ(s.ranks, 2);
@@ -122,4 +133,38 @@ TEST(StrategyModel, OrderingAtScaleAndNoCommunicationOnOneRank) {
       prev = t;
     }
   }
+}
+
+TEST(StepTimeline, ReportSectionShowsStrategiesCalibrationAndModel) {
+  namespace fs = std::filesystem;
+  const std::string bench = test::scratch_dir("report_comm_bench");
+  write_synthetic_trace(bench + "/trace-buckets-np2.json");
+  CommCalibration cal;
+  cal.ranks = 2;
+  cal.machine = "test";
+  for (double n = 4; n <= 16e6; n *= 4) cal.points.push_back({n, 1e-6 + n * 1e-9});
+  fit_alpha_beta(cal);
+  std::ofstream(bench + "/calibration-np2.json") << calibration_to_json(cal);
+  const Config cfg = Config::load(pipeline_schema(), std::vector<std::string>{},
+                                  {"report.comm.bench_dir=" + bench});
+  const std::string dir = test::scratch_dir("report_comm_out");
+  fs::create_directories(dir + "/figures");
+  fs::create_directories(dir + "/data");
+  RunData data;
+  Document doc("t");
+  SectionContext c{cfg, data, dir, FigureFormat::Png, doc};
+  section_comm(c);
+  const std::string md = doc.markdown();
+  EXPECT_NE(md.find("Communication strategies side by side"), std::string::npos);
+  EXPECT_NE(md.find("| buckets | 2 | 0.1 | 0.1 |"), std::string::npos) << md;  // step, compute ms
+  EXPECT_NE(md.find("Allreduce calibration"), std::string::npos);
+  EXPECT_NE(md.find("Predicted step time per strategy"), std::string::npos);
+  for (const char* f : {"data/comm_timeline.csv", "data/comm_prediction.csv"})
+    EXPECT_TRUE(fs::exists(dir + "/" + f)) << f;
+  // Without a benchmark directory: a note, nothing else.
+  Document empty("t");
+  const Config none = Config::load(pipeline_schema(), std::vector<std::string>{}, {});
+  SectionContext c2{none, data, dir, FigureFormat::Png, empty};
+  section_comm(c2);
+  EXPECT_NE(empty.markdown().find("section omitted"), std::string::npos);
 }
