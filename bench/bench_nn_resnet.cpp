@@ -72,7 +72,9 @@ static int run(int argc, char** argv) {
   spec.stem = argc > 9 ? argv[9] : "cifar";
   spec.in_height = spec.in_width = argc > 10 ? std::atoi(argv[10]) : 32;
   spec.num_classes = spec.stem == "imagenet" ? 1000 : 10;
-  spec.dtype = resolve_precision(precision, spec.backend, "precision");
+  std::string note;
+  spec.dtype = resolve_precision(precision, spec.backend, "precision", &note);
+  if (!note.empty()) std::fprintf(stderr, "bench_nn_resnet: %s\n", note.c_str());
   auto model = make_model(spec);
   init_params(*model, 1);
   Backend& be = model->backend();

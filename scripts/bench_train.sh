@@ -1,13 +1,21 @@
 #!/usr/bin/env bash
-# CIFAR ResNet-18 training throughput: Sieve's CPU engine next to PyTorch CPU, same model,
-# batch, threads and step (fwd + bwd + SGD update), median images/s.
+# CIFAR ResNet-18 training throughput on the CPU: Sieve's engine next to the current PyTorch
+# release from PyPI in its modes, same model, batch, threads and step (fwd + bwd + SGD
+# update), median images/s.
 #
 #   scripts/bench_train.sh [build_dir=build] [batch=128] [steps=3] [threads=2] [rounds=3]
 #
-# The two run alternately for `rounds` rounds (steps timed steps after 1 warm-up each), so a
-# machine whose load drifts (shared cores) affects both alike; the table gives the median over
-# rounds of each figure and of the per-round ratio. The first round also measures SGEMM.
-# PyTorch comes from Debian's python3-torch (bench-only dependency, scripts/install_deps.sh).
+# Per round, alternating (so a machine whose load drifts affects all alike):
+#   sieve fp32                     bench_nn_resnet, cpu backend, fp32
+#   sieve auto                     precision auto: bf16 where oneDNN has native bf16
+#                                  (AVX512-BF16/AMX), else the same fp32 (then not repeated)
+#   pytorch fp32                   eager, NCHW
+#   pytorch bf16                   autocast(bfloat16) + channels_last (PyTorch's best CPU mode on
+#                                  bf16 hardware; emulated, slow, elsewhere)
+#   pytorch compile                torch.compile of the fp32 model (skipped if it fails)
+# The first round also measures SGEMM (and the step's share of it). The table gives medians
+# over rounds and Sieve's ratio to each PyTorch mode and to the best of them. PyTorch comes
+# from the bench environment (scripts/install_deps.sh --bench: SIEVE_BENCH_VENV or .venv-bench).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 build=${1:-$here/../build}
@@ -19,32 +27,57 @@ export OMP_NUM_THREADS=$threads OPENBLAS_NUM_THREADS=$threads
 
 bin=$build/bench/bench_nn_resnet
 [ -x "$bin" ] || { echo "bench_train: $bin not built (make bench_nn_resnet)" >&2; exit 2; }
+py="${SIEVE_BENCH_VENV:-$here/../.venv-bench}/bin/python"
 have_torch=0
-/usr/bin/python3 -c "import torch" 2>/dev/null && have_torch=1
-[ $have_torch = 1 ] || echo "bench_train: python3-torch not installed: no peer figure" >&2
+"$py" -c "import torch" 2>/dev/null && have_torch=1
+[ $have_torch = 1 ] || echo "bench_train: no torch in ${py%/bin/python} (scripts/install_deps.sh --bench): no peer figures" >&2
 
 median() { sort -g | awk '{v[NR] = $1} END {print v[int((NR + 1) / 2)]}'; }
-sieve_all=() torch_all=() ratio_all=()
+declare -A all
+modes=()
+add() { all[$1]="${all[$1]:-} $2"; [[ " ${modes[*]} " == *" $1 "* ]] || modes+=("$1"); }
+sieve_auto_is_bf16=0
 for r in $(seq 1 "$rounds"); do
-  echo "== round $r/$rounds: sieve (oneDNN + OpenBLAS) =="
-  out=$("$bin" "$batch" "$steps" 1 resnet18 1.0 $([ "$r" = 1 ] && echo 1 || echo 0))
+  echo "== round $r/$rounds: sieve fp32 =="
+  out=$("$bin" "$batch" "$steps" 1 resnet18 1.0 $([ "$r" = 1 ] && echo 1 || echo 0) cpu fp32)
   echo "$out"
-  s=$(echo "$out" | awk '/^RESULT/ {print $3}')
-  sieve_all+=("$s")
-  if [ $have_torch = 1 ]; then
-    echo "== round $r/$rounds: pytorch CPU =="
-    out=$(/usr/bin/python3 "$here/bench_resnet_torch.py" "$batch" "$steps" 1)
+  add "sieve fp32" "$(echo "$out" | awk '/^RESULT/ {print $3}')"
+  echo "== round $r/$rounds: sieve precision auto =="
+  out=$("$bin" "$batch" "$steps" 1 resnet18 1.0 0 cpu auto 2>&1)
+  if echo "$out" | grep -q "auto -> fp32"; then
+    echo "(auto is fp32 on this CPU: $(echo "$out" | grep -o 'auto -> fp32.*' | head -1))"
+  else
+    sieve_auto_is_bf16=1
     echo "$out"
-    t=$(echo "$out" | awk '/^RESULT/ {print $3}')
-    torch_all+=("$t")
-    ratio_all+=("$(awk -v a="$s" -v b="$t" 'BEGIN {printf "%.3f", a / b}')")
+    add "sieve bf16" "$(echo "$out" | awk '/^RESULT/ {print $3}')"
   fi
+  [ $have_torch = 1 ] || continue
+  for mode in fp32 bf16 compile; do
+    echo "== round $r/$rounds: pytorch $mode =="
+    if out=$("$py" "$here/bench_resnet_torch.py" "$batch" "$steps" 1 "$mode" 2>&1); then
+      echo "$out" | grep -v "^RESULT"
+      add "pytorch $mode" "$(echo "$out" | awk '/^RESULT/ {print $3}')"
+    else
+      echo "pytorch $mode failed: $(echo "$out" | tail -1)"
+    fi
+  done
 done
 
 echo
-printf "%-32s %10s   %s\n" "ResNet-18 CIFAR b$batch t$threads" "median" "per round"
-printf "%-32s %10s   %s\n" "sieve images/s" "$(printf '%s\n' "${sieve_all[@]}" | median)" "${sieve_all[*]}"
-if [ $have_torch = 1 ]; then
-  printf "%-32s %10s   %s\n" "pytorch images/s" "$(printf '%s\n' "${torch_all[@]}" | median)" "${torch_all[*]}"
-  printf "%-32s %10s   %s\n" "ratio sieve/pytorch" "$(printf '%s\n' "${ratio_all[@]}" | median)" "${ratio_all[*]}"
+echo "CPU: $(lscpu | sed -n 's/^Model name: *//p'), $(nproc) cores; oneDNN ISA: $(lscpu | grep -o 'avx512_bf16\|amx_bf16' | sort -u | tr '\n' ' ')"
+printf "%-34s %10s   %s\n" "ResNet-18 CIFAR b$batch t$threads" "median" "per round (img/s)"
+best_torch=0
+for m in "${modes[@]}"; do
+  med=$(printf '%s\n' ${all[$m]} | median)
+  printf "%-34s %10s   %s\n" "$m" "$med" "${all[$m]# }"
+  [[ $m == pytorch* ]] && best_torch=$(awk -v a="$best_torch" -v b="$med" 'BEGIN {print (b > a ? b : a)}')
+done
+sieve_best=$(printf '%s\n' ${all["sieve fp32"]} | median)
+[ $sieve_auto_is_bf16 = 1 ] && sieve_best=$(printf '%s\n' ${all["sieve bf16"]} | median)
+for m in "${modes[@]}"; do
+  [[ $m == pytorch* ]] || continue
+  printf "%-34s %10s\n" "ratio sieve fp32 / $m" "$(awk -v a="$(printf '%s\n' ${all["sieve fp32"]} | median)" -v b="$(printf '%s\n' ${all[$m]} | median)" 'BEGIN {printf "%.3f", a / b}')"
+done
+if [ "$best_torch" != 0 ]; then
+  printf "%-34s %10s\n" "ratio sieve best / pytorch best" "$(awk -v a="$sieve_best" -v b="$best_torch" 'BEGIN {printf "%.3f", a / b}')"
 fi

@@ -11,6 +11,7 @@
 #include "cuda/cuda_check.hpp"
 #include "cuda/dtype.cuh"
 #include "cuda/kernels.hpp"
+#include "cuda/nccl_comm.hpp"
 #include "nn/backend_impl.hpp"
 
 namespace sieve::cuda {
@@ -28,9 +29,13 @@ CudaBackend::CudaBackend(nn::DType dtype)
       allow_tf32_(env_flag("SIEVE_ALLOW_TF32")),
       cudnn_benchmark_(env_flag("SIEVE_CUDNN_BENCHMARK")),
       cudnn_deterministic_(env_flag("SIEVE_CUDNN_DETERMINISTIC")) {
-  // The device current at creation: the process's device (one per rank, chosen by the
-  // launcher or select_local_device before the first backend call).
-  SIEVE_CUDA_CHECK(cudaGetDevice(&device_));
+  // One GPU per rank: the node-local rank (OMPI_COMM_WORLD_LOCAL_RANK, SLURM_LOCALID) picks
+  // among the visible devices, so `mpiexec -n 4` or `srun --ntasks-per-node=4` on a 4-GPU
+  // node puts each rank on its own GPU without a wrapper script (a launcher that gives each
+  // rank one device through CUDA_VISIBLE_DEVICES leaves one visible: device 0).
+  int visible = 0;
+  SIEVE_CUDA_CHECK(cudaGetDeviceCount(&visible));
+  device_ = device_for_local_rank(local_rank_from_env(0), visible);
   SIEVE_CUDA_CHECK(cudaSetDevice(device_));
   SIEVE_CUDA_CHECK(cudaDeviceGetAttribute(&sm_count_, cudaDevAttrMultiProcessorCount, device_));
   // Keep freed blocks in the pool instead of returning them to the driver at every stream
