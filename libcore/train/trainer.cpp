@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cmath>
 #include <csignal>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <thread>
@@ -465,6 +466,25 @@ TrainResult Trainer::run(bool resume) {
   progress.finish();
   model_->set_grad_ready_hook(nullptr);
   model_->set_unit_hook(nullptr);
+  if (const SyncStats& cs = reducer.stats(); cs.steps > 0 && comm_.size() > 1) {
+    // Rank 0's view of what the strategy did: the numbers behind the step timeline.
+    const double n = double(cs.steps);
+    auto fixed_str = [](double v, int digits) {
+      char b[32];
+      std::snprintf(b, sizeof b, "%.*f", digits, v);
+      return std::string(b);
+    };
+    const double blocked = cs.finish_wait_s + cs.update_comm_s + cs.negotiation_wait_s;
+    log::info(cat("comm ", reducer.name(), ": ", fixed_str(cs.messages / n, 1),
+                  " reductions per step (",
+                  int64_t(100.0 * cs.started_early / std::max<int64_t>(1, cs.messages)),
+                  " % started during backward), ", fixed_str(cs.bytes / n / 1048576.0, 2),
+                  " MiB per step; blocked ", fixed_str(1e3 * blocked / n, 2), " ms per step",
+                  cs.negotiations > 0
+                      ? cat(" (", fixed_str(cs.negotiations / n, 1), " agreement rounds, ",
+                            fixed_str(1e3 * cs.negotiation_wait_s / n, 2), " ms)")
+                      : std::string()));
+  }
   if (trace::enabled())
     trace::write_gathered(comm_, trace::path(),
                           cat("{\"strategy\":\"", o_.comm.strategy, "\",\"ranks\":", comm_.size(),
