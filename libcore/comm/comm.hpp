@@ -104,6 +104,23 @@ class Comm {
                                    counts.data(), displs.data(), mpi_type<T>(), comm_));
     return out;
   }
+  // Personalised exchange: `send` holds, in rank order, send_counts[r] elements for rank r;
+  // returns what every rank sent to this one, concatenated in rank order.
+  template <typename T>
+  std::vector<T> alltoallv(const std::vector<T>& send, const std::vector<int>& send_counts) const {
+    if (size_ == 1) return send;
+    std::vector<int> recv_counts(size_t(size_), 0);
+    SIEVE_MPI_CHECK(MPI_Alltoall(send_counts.data(), 1, MPI_INT, recv_counts.data(), 1, MPI_INT, comm_));
+    std::vector<int> sd(size_t(size_), 0), rd(size_t(size_), 0);
+    for (int r = 1; r < size_; ++r) {
+      sd[r] = sd[r - 1] + send_counts[r - 1];
+      rd[r] = rd[r - 1] + recv_counts[r - 1];
+    }
+    std::vector<T> out(size_t(rd.back()) + size_t(recv_counts.back()));
+    SIEVE_MPI_CHECK(MPI_Alltoallv(send.data(), send_counts.data(), sd.data(), mpi_type<T>(),
+                                  out.data(), recv_counts.data(), rd.data(), mpi_type<T>(), comm_));
+    return out;
+  }
   // Ends every rank of the job at once (a failed rank must never leave the others hanging).
   [[noreturn]] void abort(int exit_code) const;
 

@@ -104,7 +104,7 @@ void reduce_dims(const Comm& comm, const Config& cfg, const std::string& input,
             per_class ? cat(" per class; class ", label, " has ") : std::string("; found "),
             idx.size(), " (lower embed.tsne.perplexity)"));
 
-  // ---- PCA (distributed fit, local projection, allgather of the projected rows) ----
+  // ---- PCA (distributed fit, local projection; the rows go where they are embedded) ----
   auto t_pca = std::chrono::steady_clock::now();
   const int64_t kreq = cfg.get_int("embed.pca.components");
   PcaModel pca =
@@ -115,13 +115,7 @@ void reduce_dims(const Comm& comm, const Config& cfg, const std::string& input,
   std::vector<float> local(size_t(in.rows.size() * k));
   pca_transform(pca, in.x.data(), in.rows.size(), local.data());
   std::vector<float>().swap(in.x);
-  std::vector<float> Xp = comm.allgatherv(local);  // [N,k] on every rank
-  double ev = 0.0;
-  for (double r : pca.explained_ratio) ev += r;
-  log::infof("PCA: ", N, " x ", in.F, " -> ", k, " components (", 100.0 * ev,
-             "% of the variance) in ", log::format_duration(seconds_since(t_pca)));
-
-  // ---- embedding ----
+  // ---- who embeds what ----
   // Per-class runs with at least as many classes as ranks are spread over the ranks whole
   // (largest class first, to the least-loaded rank), each embedded on its rank alone: no
   // per-iteration allgather, and the result of a class does not depend on the rank count.
@@ -144,6 +138,45 @@ void reduce_dims(const Comm& comm, const Config& cfg, const std::string& input,
       load[r] += size_of[g];
     }
   }
+  // The projected rows each rank needs: with classes spread over the ranks, only its own
+  // classes' rows (sent by alltoallv: per-rank memory shrinks as ranks are added); with a
+  // group embedded by all ranks together, every row (allgather). slot[row]: where a global
+  // row sits in Xp (-1: not on this rank).
+  std::vector<int64_t> slot(static_cast<size_t>(N), -1);
+  std::vector<float> Xp;
+  if (class_parallel) {
+    std::vector<int> group_of(static_cast<size_t>(N), -1);
+    {
+      int gi = 0;
+      for (const auto& [label, idx] : groups) {
+        for (int64_t r : idx) group_of[size_t(r)] = gi;
+        ++gi;
+      }
+    }
+    std::vector<int> counts(size_t(comm.size()), 0);
+    std::vector<std::vector<float>> to(size_t(comm.size()));
+    for (int64_t i = 0; i < in.rows.size(); ++i) {  // ascending rows, so each rank gets its
+      const int dest = owner[size_t(group_of[size_t(in.rows.begin + i)])];  // rows in order
+      to[size_t(dest)].insert(to[size_t(dest)].end(), local.begin() + i * k, local.begin() + (i + 1) * k);
+      counts[size_t(dest)] += int(k);
+    }
+    std::vector<float> send;
+    for (auto& v : to) send.insert(send.end(), v.begin(), v.end()), std::vector<float>().swap(v);
+    Xp = comm.alltoallv(send, counts);
+    int64_t at = 0;
+    for (int64_t r = 0; r < N; ++r)
+      if (owner[size_t(group_of[size_t(r)])] == comm.rank()) slot[size_t(r)] = at++;
+    SIEVE_ASSERT(at * k == int64_t(Xp.size()), "alltoallv delivered ", Xp.size(), " values for ",
+                 at, " rows");
+  } else {
+    Xp = comm.allgatherv(local);  // [N,k] on every rank
+    for (int64_t r = 0; r < N; ++r) slot[size_t(r)] = r;
+  }
+  double ev = 0.0;
+  for (double r : pca.explained_ratio) ev += r;
+  log::infof("PCA: ", N, " x ", in.F, " -> ", k, " components (", 100.0 * ev,
+             "% of the variance) in ", log::format_duration(seconds_since(t_pca)));
+
   const Comm self(MPI_COMM_SELF);
   std::vector<double> Y(size_t(N * d), 0.0);
   // Per group: KL, 10-NN preservation, trustworthiness, its points, seconds.
@@ -166,7 +199,7 @@ void reduce_dims(const Comm& comm, const Config& cfg, const std::string& input,
     const Comm& gcomm = owner[g] < 0 ? comm : self;
     std::vector<float> Xg(size_t(n * k));
     for (int64_t t = 0; t < n; ++t)
-      std::copy(Xp.begin() + idx[t] * k, Xp.begin() + (idx[t] + 1) * k, Xg.begin() + t * k);
+      std::copy(Xp.begin() + slot[idx[t]] * k, Xp.begin() + (slot[idx[t]] + 1) * k, Xg.begin() + t * k);
     std::vector<double> Yg(size_t(n * d));
     TsneResult tr;
     if (method == "tsne") {
@@ -233,16 +266,24 @@ void reduce_dims(const Comm& comm, const Config& cfg, const std::string& input,
                                  " theta=", opt.theta, " init=", opt.pca_init ? "pca" : "random",
                                  " per_class=", per_class, " ranks=", comm.size())
                            : cat("pca_components=", k, " whiten=", pca.whiten, " dims=", d);
+  // Written by all ranks together (parallel HDF5): each writes its block of rows, so no rank
+  // ever holds the whole [N, k] projection.
   AtomicOutput out(output, overwrite, comm, false, schema::kEmbedding, {input});
-  on_root_agreed(comm, [&] {
-    h5::File f = h5::File::create(out.tmp_path());
-    std::vector<float> Yf(Y.begin(), Y.end());
+  auto agreed = [&](auto&& step) { agreed_step(comm, step); };
+  h5::File f = h5::File::create(out.tmp_path(), &comm);
+  const hsize_t r0 = hsize_t(in.rows.begin), rn = hsize_t(in.rows.size());
+  std::vector<float> Yf(Y.begin() + in.rows.begin * d, Y.begin() + in.rows.end * d);
+  agreed([&] {
     f.create_dataset<float>("/embedding", {hsize_t(N), hsize_t(d)});
-    f.write_rows<float>("/embedding", 0, hsize_t(N), Yf.data());
     f.create_dataset<float>("/pca", {hsize_t(N), hsize_t(k)});
-    f.write_rows<float>("/pca", 0, hsize_t(N), Xp.data());
-    f.write_small<int32_t>("/labels", {hsize_t(N)}, in.labels);
-    f.write_small<int64_t>("/sample_id", {hsize_t(N)}, in.sample_id);
+    f.create_dataset<int32_t>("/labels", {hsize_t(N)});
+    f.create_dataset<int64_t>("/sample_id", {hsize_t(N)});
+  });
+  agreed([&] { f.write_rows<float>("/embedding", r0, rn, Yf.data()); });
+  agreed([&] { f.write_rows<float>("/pca", r0, rn, local.data()); });
+  agreed([&] { f.write_rows<int32_t>("/labels", r0, rn, in.labels.data() + in.rows.begin); });
+  agreed([&] { f.write_rows<int64_t>("/sample_id", r0, rn, in.sample_id.data() + in.rows.begin); });
+  agreed([&] {
     f.set_attr("/", "method", method);
     f.set_attr("/", "parameters", params);
     f.set_attr("/", "perplexity", opt.perplexity);
@@ -259,9 +300,9 @@ void reduce_dims(const Comm& comm, const Config& cfg, const std::string& input,
     f.set_attr("/", "input", input);
     h5::stamp(f, schema::kEmbedding, cfg.to_yaml());
     lineage::stamp_derived(f, schema::kEmbedding, cfg.to_yaml(), lineage::lineage_of(input));
-    f.close();
-    write_text_atomic(config_sidecar_path(output), cfg.to_yaml());
   });
+  agreed([&] { f.close(); });
+  if (comm.is_root()) write_text_atomic(config_sidecar_path(output), cfg.to_yaml());
   out.commit();
   log::infof("wrote ", output, " in ", log::format_duration(seconds_since(t_start)));
 }
