@@ -22,6 +22,7 @@ struct Recorder {
   std::chrono::steady_clock::time_point origin = std::chrono::steady_clock::now();
   std::vector<Event> events;
   size_t dropped = 0;
+  std::vector<double> comm_lane_end;  // latest end (us) of a span on each reduction lane
 };
 Recorder& rec() {
   static Recorder r;
@@ -79,6 +80,13 @@ void complete(std::string name, const char* cat, double t0_us, double t1_us, int
     ++r.dropped;
     return;
   }
+  if (tid == kComm) {  // the first reduction lane free at t0 (spans there never overlap)
+    size_t lane = 0;
+    while (lane < r.comm_lane_end.size() && r.comm_lane_end[lane] > t0_us) ++lane;
+    if (lane == r.comm_lane_end.size()) r.comm_lane_end.push_back(t1_us);
+    r.comm_lane_end[lane] = std::max(r.comm_lane_end[lane], t1_us);
+    tid = kComm + int(lane);
+  }
   r.events.push_back({std::move(name), cat, t0_us, std::max(0.0, t1_us - t0_us), tid,
                       std::move(args)});
 }
@@ -87,17 +95,21 @@ const std::vector<Event>& events() { return rec().events; }
 void clear() {
   rec().events.clear();
   rec().dropped = 0;
+  rec().comm_lane_end.clear();
 }
 
 void write_gathered(const Comm& comm, const std::string& path, const std::string& meta_json) {
   std::string mine = serialize(rec().events, comm.rank());
   // Names of the process/thread tracks, so Perfetto shows "rank 1 / main" and not pids.
   char meta[256];
-  for (int tid : {int(kMain), int(kComm)}) {
+  const int lanes = int(std::max<size_t>(1, rec().comm_lane_end.size()));
+  for (int tid = kMain; tid < kComm + lanes; ++tid) {
+    std::string name = tid == kMain ? "main" : "reductions in flight";
+    if (tid > kComm) name += cat(" ", tid - kComm + 1);
     std::snprintf(meta, sizeof meta,
                   "{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":%d,\"tid\":%d,"
                   "\"args\":{\"name\":\"%s\"}},\n",
-                  comm.rank(), tid, tid == kMain ? "main" : "reductions in flight");
+                  comm.rank(), tid, name.c_str());
     mine += meta;
   }
   std::snprintf(meta, sizeof meta,

@@ -11,6 +11,9 @@
 //
 // Lanes (tid): kMain is what the main thread is doing (compute, blocked waits, optimizer);
 // kComm holds reductions in flight, which overlap backward and would otherwise hide it.
+// Reductions in flight overlap each other without nesting, which a trace viewer cannot draw
+// on one track, so each kComm span goes to the first of the lanes kComm, kComm+1, ... that is
+// free at its start (tids kComm.. in the file, "reductions in flight", "... 2", ...).
 // Categories name where the time goes in the summary (report, scripts/trace_summary.py):
 // "compute", "comm" (in flight, overlapped), "wait" (blocked on communication: exposed),
 // "negotiate" (fusion-queue agreement), "data" (waiting for a batch), "optimizer", "step".

@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <fstream>
 #include <map>
@@ -196,6 +197,26 @@ TEST(TrainComm, TraceParsesAndCoversEveryUnitAndBucket) {
       by_cat[e["pid"].get<int>()][e["cat"].get<std::string>()] += e["dur"].get<double>();
     }
     ASSERT_EQ(int(names.size()), world.size()) << "one process per rank";
+    // On every track (pid, tid) spans are disjoint or nested, which trace viewers need:
+    // reductions in flight overlap, so they are spread over several lanes.
+    std::map<std::pair<int, int>, std::vector<std::pair<double, double>>> tracks;
+    for (const auto& e : j["traceEvents"])
+      if (e["ph"] == "X")
+        tracks[{e["pid"].get<int>(), e["tid"].get<int>()}].push_back(
+            {e["ts"].get<double>(), e["ts"].get<double>() + e["dur"].get<double>()});
+    for (auto& [track, spans] : tracks) {
+      std::sort(spans.begin(), spans.end(), [](auto& a, auto& b) {
+        return a.first != b.first ? a.first < b.first : a.second > b.second;
+      });
+      std::vector<double> open;  // ends of the enclosing spans
+      for (auto [t0, t1] : spans) {
+        while (!open.empty() && open.back() <= t0 + 1e-3) open.pop_back();
+        ASSERT_TRUE(open.empty() || t1 <= open.back() + 1e-3)
+            << strategy << " rank " << track.first << " tid " << track.second
+            << ": a span overlaps another without nesting at ts " << t0;
+        open.push_back(t1);
+      }
+    }
     for (auto& [rank, seen] : names) {
       for (const auto& p : t.param_names) {
         EXPECT_TRUE(seen.count("fwd " + unit_of(p))) << strategy << " rank " << rank << " " << p;
