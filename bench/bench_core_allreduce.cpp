@@ -1,8 +1,8 @@
 // OSU-style allreduce micro-benchmark (osu_allreduce's method): for message sizes 4 B ... max
 // (x4 steps), a barrier, warm-up calls, then timed MPI_Allreduce(SUM, float) calls; the time
 // of a size is the slowest rank's mean per call, the best of three batches of calls (this
-// machine is shared: a batch that a compiler preempted says nothing about MPI). Fits t(n) = alpha + n*beta
-// (comm/calibration.hpp) and writes the calibration JSON the report reads.
+// machine is shared: a batch that a compiler preempted says nothing about MPI). Fits t(n) = alpha +
+// n*beta (comm/calibration.hpp) and writes the calibration JSON the report reads.
 //
 //   mpirun -n P bench_core_allreduce [out.json] [max_bytes=16777216] [machine description]
 //
@@ -55,7 +55,8 @@ int main(int argc, char** argv) {
   cal.ranks = comm.size();
   cal.machine = argc > 3 ? argv[3] : "";
   std::vector<float> buf(max_bytes / sizeof(float) + 1, 1.0f);
-  if (comm.is_root()) std::printf("# allreduce, %d ranks\n%12s %14s %12s\n", comm.size(), "bytes", "us", "MB/s");
+  if (comm.is_root())
+    std::printf("# allreduce, %d ranks\n%12s %14s %12s\n", comm.size(), "bytes", "us", "MB/s");
   for (size_t bytes = 4; bytes <= max_bytes; bytes *= 4) {
     const double t = time_size(comm, buf, bytes / sizeof(float));
     cal.points.push_back({double(bytes), t});

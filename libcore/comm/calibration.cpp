@@ -45,8 +45,7 @@ RingEquivalent ring_equivalent(const CommCalibration& c) {
   RingEquivalent r;
   const double p = std::max(2, c.ranks);
   r.latency_s = std::max(0.0, c.alpha_s) / (2.0 * (p - 1.0));
-  r.bandwidth_bytes_per_s =
-      c.beta_s_per_byte > 0 ? 2.0 * (p - 1.0) / p / c.beta_s_per_byte : 1e18;
+  r.bandwidth_bytes_per_s = c.beta_s_per_byte > 0 ? 2.0 * (p - 1.0) / p / c.beta_s_per_byte : 1e18;
   return r;
 }
 
@@ -62,7 +61,8 @@ std::string calibration_to_json(const CommCalibration& c) {
   j["ring_latency_us"] = r.latency_s * 1e6;
   j["ring_bandwidth_gbps"] = r.bandwidth_bytes_per_s * 8e-9;
   j["machine"] = c.machine;
-  for (const auto& p : c.points) j["points"].push_back({{"bytes", p.bytes}, {"us", p.seconds * 1e6}});
+  for (const auto& p : c.points)
+    j["points"].push_back({{"bytes", p.bytes}, {"us", p.seconds * 1e6}});
   return j.dump(1) + "\n";
 }
 

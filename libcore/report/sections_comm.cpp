@@ -47,14 +47,15 @@ void timeline_figure(SectionContext& c, const std::vector<StepSplit>& runs) {
              "negotiate_ms", "data_ms", "optimizer_ms", "other_ms"},
             rows);
   const StepSplit& any = runs.front();
-  c.doc.paragraph(cat(
-      "Traced pretrain runs (", any.arch, " width ", fmt(any.width), ", ",
-      any.ranks > 0 ? fmt(double(any.global_batch) / any.ranks) : std::string("?"),
-      " samples per rank): the mean step on the main thread of each rank, split by the trainer's own spans "
-      "into compute (forward/backward), exposed communication (time blocked in a reduction, "
-      "the BN broadcast or the step statistics; for fusion-queue the agreement rounds "
-      "included), waiting for data and the optimizer. Communication that overlaps backward "
-      "is not counted: only what the step waits for. First step (warm-up) excluded."));
+  c.doc.paragraph(
+      cat("Traced pretrain runs (", any.arch, " width ", fmt(any.width), ", ",
+          any.ranks > 0 ? fmt(double(any.global_batch) / any.ranks) : std::string("?"),
+          " samples per rank): the mean step on the main thread of each rank, split by the "
+          "trainer's own spans "
+          "into compute (forward/backward), exposed communication (time blocked in a reduction, "
+          "the BN broadcast or the step statistics; for fusion-queue the agreement rounds "
+          "included), waiting for data and the optimizer. Communication that overlaps backward "
+          "is not counted: only what the step waits for. First step (warm-up) excluded."));
   c.doc.table({"strategy", "ranks", "step ms", "compute ms", "exposed comm ms",
                "of which negotiation", "data ms", "optimizer ms", "exposed %"},
               table, "Step time per communication strategy (timeline summary)");
@@ -93,8 +94,8 @@ void calibration_table(SectionContext& c, const std::vector<CommCalibration>& ca
               table, "Allreduce calibration");
 }
 
-void prediction(SectionContext& c, const std::vector<StepSplit>& runs,
-                const CommCalibration& cal, const std::string& cal_how) {
+void prediction(SectionContext& c, const std::vector<StepSplit>& runs, const CommCalibration& cal,
+                const std::string& cal_how) {
   // Compute per sample from the least-oversubscribed buckets run.
   const StepSplit* ref = nullptr;
   for (const auto& r : runs)
@@ -151,11 +152,11 @@ void prediction(SectionContext& c, const std::vector<StepSplit>& runs,
                     cell(pr, "parameter-server"), cell(me, "buckets"), cell(me, "fusion-queue"),
                     cell(me, "parameter-server")});
   }
-  write_csv(c.dir + "/data/comm_prediction.csv",
-            {"ranks", "pred_buckets_noncompute_s", "pred_fusion_noncompute_s",
-             "pred_ps_noncompute_s", "meas_buckets_noncompute_s", "meas_fusion_noncompute_s",
-             "meas_ps_noncompute_s"},
-            rows);
+  write_csv(
+      c.dir + "/data/comm_prediction.csv",
+      {"ranks", "pred_buckets_noncompute_s", "pred_fusion_noncompute_s", "pred_ps_noncompute_s",
+       "meas_buckets_noncompute_s", "meas_fusion_noncompute_s", "meas_ps_noncompute_s"},
+      rows);
   std::vector<Row> table;
   for (const auto& p : pts)
     if (p.ranks == 2 || p.ranks == 4 || p.ranks == 64 || p.ranks == 256 ||
@@ -166,13 +167,15 @@ void prediction(SectionContext& c, const std::vector<StepSplit>& runs,
                        pct(p.efficiency, 1)});
   c.doc.paragraph(cat(
       "Predicted step time per strategy (weak scaling: ", fmt(in.per_rank_batch),
-      " samples per rank as in the traced runs, ", fmt(in.grad_bytes / 1048576.0, 3), " MiB of gradients), with the ",
-      cal_how, " and the compute per sample measured in the ", ref->ranks,
+      " samples per rank as in the traced runs, ", fmt(in.grad_bytes / 1048576.0, 3),
+      " MiB of gradients), with the ", cal_how, " and the compute per sample measured in the ",
+      ref->ranks,
       "-rank buckets trace. Model (report/estimates.hpp): buckets overlap all but the last "
       "bucket with backward; fusion-queue pays half a cycle and an agreement round after "
       "backward and starts its reductions a cycle late; the parameter server's pull is never "
       "overlapped and its tree reduce/broadcast grow with log2 p. The measured non-compute time "
-      "the model does not explain at ", ref->ranks,
+      "the model does not explain at ",
+      ref->ranks,
       " ranks (MPI progress only inside MPI calls, rank imbalance, time slicing) is added to "
       "every p, so each curve passes through its measured point. The figure shows the step time "
       "beyond compute (more ranks than cores multiply the measured compute, not the "
@@ -185,7 +188,8 @@ void prediction(SectionContext& c, const std::vector<StepSplit>& runs,
       cat("set output ", gp_quote(c.figure_path("comm_prediction")), "\n",
           "set datafile separator ','\nset logscale xy 2\nset grid\nset key outside right top\n"
           "set xlabel 'ranks p'\nset ylabel 'non-compute time per step (s)'\nset format y '%g'\n"
-          "set title 'Step time beyond compute per strategy: model (lines), this machine (points)'\n"
+          "set title 'Step time beyond compute per strategy: model (lines), this machine "
+          "(points)'\n"
           "plot 'data/comm_prediction.csv' skip 1 using 1:2 with l lw 2 lc 1 title 'buckets', "
           "'' skip 1 using 1:3 with l lw 2 lc 2 title 'fusion-queue', '' skip 1 using 1:4 "
           "with l lw 2 lc 3 title 'parameter-server', '' skip 1 using 1:5 with p pt 7 ps 1.5 "

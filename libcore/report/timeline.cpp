@@ -69,7 +69,8 @@ StepSplit summarize_trace(const std::string& path) {
     // Exclusive times: each span is subtracted from the innermost span enclosing it.
     std::vector<size_t> stack;
     for (size_t i = 0; i < spans.size(); ++i) {
-      while (!stack.empty() && spans[stack.back()].ts + spans[stack.back()].dur <= spans[i].ts + 1e-3)
+      while (!stack.empty() &&
+             spans[stack.back()].ts + spans[stack.back()].dur <= spans[i].ts + 1e-3)
         stack.pop_back();
       if (!stack.empty()) spans[stack.back()].excl -= spans[i].dur;
       stack.push_back(i);

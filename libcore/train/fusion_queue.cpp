@@ -11,8 +11,12 @@ namespace {
 double seconds_since(std::chrono::steady_clock::time_point t) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
 }
-bool test_bit(const std::vector<uint64_t>& m, size_t i) { return (m[i / 64] >> (i % 64)) & 1u; }
-void set_bit(std::vector<uint64_t>& m, size_t i) { m[i / 64] |= uint64_t(1) << (i % 64); }
+bool test_bit(const std::vector<uint64_t>& m, size_t i) {
+  return (m[i / 64] >> (i % 64)) & 1u;
+}
+void set_bit(std::vector<uint64_t>& m, size_t i) {
+  m[i / 64] |= uint64_t(1) << (i % 64);
+}
 }  // namespace
 
 FusionQueue::FusionQueue(const Comm& comm, float* grads, size_t total,

@@ -17,9 +17,10 @@ void check_comm_options(const CommOptions& o, const std::string& p) {
   if (o.mode != "sync" && o.mode != "async")
     throw UsageError(cat(p, ".comm.mode '", o.mode, "': expected sync or async"));
   if (o.mode == "async" && o.strategy != "parameter-server")
-    throw UsageError(cat(p, ".comm.mode async: only the parameter-server strategy has an "
-                            "asynchronous (stale-synchronous) mode; ", p, ".comm.strategy is ",
-                         o.strategy));
+    throw UsageError(cat(p,
+                         ".comm.mode async: only the parameter-server strategy has an "
+                         "asynchronous (stale-synchronous) mode; ",
+                         p, ".comm.strategy is ", o.strategy));
 }
 
 std::unique_ptr<GradSync> make_grad_sync(const CommOptions& o, const Comm& comm, float* grads,
@@ -84,8 +85,8 @@ void InFlight::poll() {
   if (live_ == 0) return;
   std::vector<int> done(reqs_.size());
   int n = 0;
-  SIEVE_MPI_CHECK(MPI_Testsome(int(reqs_.size()), reqs_.data(), &n, done.data(),
-                               MPI_STATUSES_IGNORE));
+  SIEVE_MPI_CHECK(
+      MPI_Testsome(int(reqs_.size()), reqs_.data(), &n, done.data(), MPI_STATUSES_IGNORE));
   if (n != MPI_UNDEFINED && n > 0) retire(done, n);
 }
 
@@ -94,8 +95,8 @@ double InFlight::wait_all() {
   std::vector<int> done(reqs_.size());
   while (live_ > 0) {
     int n = 0;
-    SIEVE_MPI_CHECK(MPI_Waitsome(int(reqs_.size()), reqs_.data(), &n, done.data(),
-                                 MPI_STATUSES_IGNORE));
+    SIEVE_MPI_CHECK(
+        MPI_Waitsome(int(reqs_.size()), reqs_.data(), &n, done.data(), MPI_STATUSES_IGNORE));
     if (n == MPI_UNDEFINED) break;
     retire(done, n);
   }

@@ -126,7 +126,10 @@ void PieceTracker::report(size_t offset, size_t count, Fn&& on_complete) {
   size_t lo = 0, hi = pieces_.size();
   while (lo < hi) {
     const size_t mid = (lo + hi) / 2;
-    if (pieces_[mid].end <= offset) lo = mid + 1; else hi = mid;
+    if (pieces_[mid].end <= offset)
+      lo = mid + 1;
+    else
+      hi = mid;
   }
   for (size_t p = lo; p < pieces_.size() && pieces_[p].begin < end; ++p) {
     Piece& k = pieces_[p];

@@ -78,8 +78,8 @@ void ParamServer::push(size_t p) {
   MPI_Request req;
   // The owner sums in place; the other ranks only send (their buffer keeps the local part).
   SIEVE_MPI_CHECK(MPI_Ireduce(comm_.rank() == root ? MPI_IN_PLACE : g,
-                              comm_.rank() == root ? g : nullptr, int(n), MPI_FLOAT, MPI_SUM,
-                              root, comm_.raw(), &req));
+                              comm_.rank() == root ? g : nullptr, int(n), MPI_FLOAT, MPI_SUM, root,
+                              comm_.raw(), &req));
   (current_ ? *current_ : inflight_)
       .add(req, cat("push ", p, " -> rank ", root), double(n * sizeof(float)));
   ++stats_.messages;
@@ -129,7 +129,8 @@ void ParamServer::apply(const float* summed) {
   }
   inflight_.wait_all();
   trace::complete("wait for pulls", "wait", t0, trace::now_us());
-  stats_.update_comm_s += std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
+  stats_.update_comm_s +=
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
 }
 
 void ParamServer::apply_oldest() {

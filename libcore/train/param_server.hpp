@@ -81,7 +81,7 @@ class ParamServer final : public GradSync {
   int staleness_ = 0;
   std::vector<std::vector<float>> slots_;  // stale-synchronous round buffers
   size_t next_slot_ = 0;
-  float* push_buf_;  // this step's pushes read (and, on the owner, sum into) here
+  float* push_buf_;                    // this step's pushes read (and, on the owner, sum into) here
   std::unique_ptr<InFlight> current_;  // this round's pushes (stale-synchronous)
   std::deque<Round> pending_;
   SgdOptimizer* opt_ = nullptr;  // of the last update(), for drain()

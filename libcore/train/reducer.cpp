@@ -7,8 +7,7 @@
 namespace sieve::train {
 
 GradReducer::GradReducer(const Comm& comm, float* grads, size_t total,
-                         const std::vector<std::pair<size_t, size_t>>& covered,
-                         size_t bucket_bytes)
+                         const std::vector<std::pair<size_t, size_t>>& covered, size_t bucket_bytes)
     : comm_(comm),
       grads_(grads),
       pieces_(even_cuts(total, std::max<size_t>(1024, bucket_bytes / sizeof(float))), covered),

@@ -61,16 +61,21 @@ void enable(const std::string& path) {
   rec().path = path;
   rec().on = !path.empty();
 }
-bool enabled() { return rec().on; }
-const std::string& path() { return rec().path; }
+bool enabled() {
+  return rec().on;
+}
+const std::string& path() {
+  return rec().path;
+}
 
 double now_us() {
-  return std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() -
-                                                   rec().origin)
+  return std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - rec().origin)
       .count();
 }
 
-void set_origin() { rec().origin = std::chrono::steady_clock::now(); }
+void set_origin() {
+  rec().origin = std::chrono::steady_clock::now();
+}
 
 void complete(std::string name, const char* cat, double t0_us, double t1_us, int tid,
               std::string args) {
@@ -87,11 +92,13 @@ void complete(std::string name, const char* cat, double t0_us, double t1_us, int
     r.comm_lane_end[lane] = std::max(r.comm_lane_end[lane], t1_us);
     tid = kComm + int(lane);
   }
-  r.events.push_back({std::move(name), cat, t0_us, std::max(0.0, t1_us - t0_us), tid,
-                      std::move(args)});
+  r.events.push_back(
+      {std::move(name), cat, t0_us, std::max(0.0, t1_us - t0_us), tid, std::move(args)});
 }
 
-const std::vector<Event>& events() { return rec().events; }
+const std::vector<Event>& events() {
+  return rec().events;
+}
 void clear() {
   rec().events.clear();
   rec().dropped = 0;

@@ -106,15 +106,13 @@ TEST(TrainComm, StrategiesTrainTheSameWeightsOnOneTwoAndThreeRanks) {
     // One rank with micro-batches of the R per-rank parts: the same BN batches.
     const Trained one = train_with(self, d, options(arch, 12 / R, "buckets"));
     EXPECT_LT(worst_relative(ref.weights, one.weights), 2e-3) << arch;
-    for (const auto& [strategy, servers] :
-         std::vector<std::pair<std::string, int>>{{"fusion-queue", 1},
-                                                  {"parameter-server", 1},
-                                                  {"parameter-server", R}}) {
+    for (const auto& [strategy, servers] : std::vector<std::pair<std::string, int>>{
+             {"fusion-queue", 1}, {"parameter-server", 1}, {"parameter-server", R}}) {
       const Trained got = train_with(world, d, options(arch, 0, strategy, servers));
       const double worst = worst_relative(got.weights, ref.weights);
       if (world.is_root())
-        std::printf("%s %s servers=%d ranks=%d: worst relative difference to buckets %.3g\n",
-                    arch, strategy.c_str(), servers, R, worst);
+        std::printf("%s %s servers=%d ranks=%d: worst relative difference to buckets %.3g\n", arch,
+                    strategy.c_str(), servers, R, worst);
       EXPECT_LT(worst, 2e-3) << arch << " " << strategy << " servers=" << servers;
       expect_same_on_all_ranks(world, got.weights);
       EXPECT_EQ(got.stats.steps, 8) << strategy;
@@ -160,7 +158,8 @@ TEST(TrainComm, FusionQueueSumsEveryTensorWhateverTheReadyOrder) {
 TEST(TrainComm, ParameterServerShardsFollowTensorEdgesAndSpreadOverRanks) {
   Comm world = Comm::world();
   const int R = world.size();
-  std::vector<std::pair<size_t, size_t>> cov = {{0, 1000}, {1008, 1000}, {2016, 1000}, {3024, 1000}};
+  std::vector<std::pair<size_t, size_t>> cov = {
+      {0, 1000}, {1008, 1000}, {2016, 1000}, {3024, 1000}};
   std::vector<float> g(4032, 0.0f);
   ParamServer ps(world, g.data(), g.size(), cov, R, 1 << 20);
   EXPECT_EQ(ps.num_shards(), std::min(R, 4));
@@ -247,7 +246,7 @@ TEST(TrainComm, StaleSynchronousParameterServer) {
   EXPECT_EQ(train_with(world, one_step, async).weights, train_with(world, one_step, sync).weights)
       << "one step per epoch: the drain applies the only round exactly as sync does";
 
-  Data d = image_data(192);  // 16 steps per epoch
+  Data d = image_data(192);                    // 16 steps per epoch
   const Data held = image_data(96, 11, 5000);  // other samples of the same classes
   // An easy task (a bright quadrant per class), so both must get it right: 4 epochs of
   // width-1/8 ResNet with augmentation stayed near chance even in sync mode.

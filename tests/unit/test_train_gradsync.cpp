@@ -12,8 +12,10 @@ using namespace sieve;
 using namespace sieve::train;
 
 TEST(GradSync, StepRangeOverShardsIsBitwiseTheFullStep) {
-  std::vector<ParamSlice> slices = {{"conv.weight", 0, 100, false}, {"bn.weight", 112, 10, true},
-                                    {"bn.bias", 128, 10, true}, {"fc.weight", 144, 50, false}};
+  std::vector<ParamSlice> slices = {{"conv.weight", 0, 100, false},
+                                    {"bn.weight", 112, 10, true},
+                                    {"bn.bias", 128, 10, true},
+                                    {"fc.weight", 144, 50, false}};
   const size_t total = 208;
   for (bool lars : {false, true})
     for (bool decoupled : {false, true}) {
