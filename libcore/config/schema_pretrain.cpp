@@ -87,8 +87,8 @@ void add_trainer_keys(ConfigSchema& s, const std::string& p, const std::string& 
                "max_staleness steps later, its push overlapping those steps)",
                {"sync", "async"});
   s.add_int(p + ".comm.max_staleness", 1,
-            "parameter-server async: most recent updates a worker's weights may miss (0: sync)",
-            0, 64);
+            "parameter-server async: most recent updates a worker's weights may miss (0: sync)", 0,
+            64);
 }
 
 // Keys of the 'pretrain' section: the feature extractor (tools/pretrain).

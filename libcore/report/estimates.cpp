@@ -67,9 +67,10 @@ std::vector<StrategyPoint> predict_strategies(const StrategyModelInputs& in, int
     const double k = std::max(1.0, std::ceil(G / in.bucket_bytes));
     const double wire = p > 1 ? 2 * (p - 1) / p * G / bw : 0.0;
     const double buckets = p > 1 ? std::max(ring(G / k, p), k * 2 * (p - 1) * a + wire - tb) : 0.0;
-    const double rounds =
-        std::max({1.0, std::min(double(std::max(1, in.tensors)), std::floor(tb / std::max(in.cycle_s, 1e-9))),
-                  std::ceil(G / in.fusion_bytes)});
+    const double rounds = std::max(
+        {1.0,
+         std::min(double(std::max(1, in.tensors)), std::floor(tb / std::max(in.cycle_s, 1e-9))),
+         std::ceil(G / in.fusion_bytes)});
     const double fusion =
         p > 1 ? in.cycle_s / 2 + small(p) +
                     std::max(ring(G / rounds, p),

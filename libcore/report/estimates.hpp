@@ -65,9 +65,10 @@ Estimates estimate(const EstimateInputs& in);
 double memory_per_rank(const EstimateInputs& in, double b);
 
 // Step time per gradient strategy (train/grad_sync.hpp), modelled on this implementation,
-// weak scaling (a fixed per-rank batch b, as the DDP/Horovod comparisons run). With A(n, p) = 2(p-1)alpha + 2(p-1)/p n/BW the ring
-// allreduce, s(p) = 2 ceil(log2 p) alpha a latency-bound small allreduce, T_c the compute
-// of b samples and T_b = f_b T_c its backward part (the overlap window):
+// weak scaling (a fixed per-rank batch b, as the DDP/Horovod comparisons run). With
+// A(n, p) = 2(p-1)alpha + 2(p-1)/p n/BW the ring allreduce, s(p) = 2 ceil(log2 p) alpha a
+// latency-bound small allreduce, T_c the compute of b samples and T_b = f_b T_c its backward
+// part (the overlap window):
 //   buckets           k = ceil(G/bucket) buckets; total C = k 2(p-1)alpha + 2(p-1)/p G/BW;
 //                     exposed = max(A(G/k), C - T_b)
 //   fusion-queue      r = min(tensors, max(1, T_b/cycle)) rounds, a fused buffer per round;

@@ -6,8 +6,8 @@
 #include <filesystem>
 #include <map>
 
-#include "io/atomic_output.hpp"
 #include "comm/calibration.hpp"
+#include "io/atomic_output.hpp"
 #include "report/estimates.hpp"
 #include "report/results.hpp"
 #include "report/sections.hpp"
@@ -111,7 +111,8 @@ void section_estimates(SectionContext& c) {
   in.net.bandwidth_gbps = cfg.get_float("report.network.bandwidth_gbps");
   in.net.latency_us = cfg.get_float("report.network.latency_us");
   std::string net_how = "report.network.*";
-  if (const std::string cal_path = cfg.get_string("report.network.calibration"); !cal_path.empty()) {
+  if (const std::string cal_path = cfg.get_string("report.network.calibration");
+      !cal_path.empty()) {
     // Measured on the machine at hand (bench_core_allreduce), not assumed.
     const CommCalibration cal = read_calibration(cal_path);
     const RingEquivalent eq = ring_equivalent(cal);
@@ -237,8 +238,7 @@ void make_report(const Config& cfg, const ReportOptions& opt, const Comm& comm) 
         {"overview", section_overview},     {"accuracy", section_accuracy},
         {"reduction", section_reduction},   {"embedding", section_embedding},
         {"throughput", section_throughput}, {"comm", section_comm},
-        {"pretrain", section_pretrain},
-        {"estimates", section_estimates}};
+        {"pretrain", section_pretrain},     {"estimates", section_estimates}};
     log::Progress progress("sections", std::size(sections), "sections");
     int64_t done = 0;
     for (auto& [name, fn] : sections) {
