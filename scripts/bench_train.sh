@@ -13,6 +13,8 @@
 #   pytorch bf16                   autocast(bfloat16) + channels_last (PyTorch's best CPU mode on
 #                                  bf16 hardware; emulated, slow, elsewhere)
 #   pytorch compile                torch.compile of the fp32 model (skipped if it fails)
+# SIEVE_TORCH_MODES picks the PyTorch modes (default "fp32 bf16 compile"; on a CPU without
+# bf16, autocast(bfloat16) is emulated and minutes per step: "fp32 compile" skips it).
 # The first round also measures SGEMM (and the step's share of it). The table gives medians
 # over rounds and Sieve's ratio to each PyTorch mode and to the best of them. PyTorch comes
 # from the bench environment (scripts/install_deps.sh --bench: SIEVE_BENCH_VENV or .venv-bench).
@@ -52,7 +54,7 @@ for r in $(seq 1 "$rounds"); do
     add "sieve bf16" "$(echo "$out" | awk '/^RESULT/ {print $3}')"
   fi
   [ $have_torch = 1 ] || continue
-  for mode in fp32 bf16 compile; do
+  for mode in ${SIEVE_TORCH_MODES:-fp32 bf16 compile}; do
     echo "== round $r/$rounds: pytorch $mode =="
     if out=$("$py" "$here/bench_resnet_torch.py" "$batch" "$steps" 1 "$mode" 2>&1); then
       echo "$out" | grep -v "^RESULT"
