@@ -43,6 +43,8 @@ class DatasetFile {
   int64_t features() const { return f_; }  // tabular (0 for images)
   // Elements per row: H*W*C (uint8) or F (float32).
   int64_t row_elems() const { return is_image() ? h_ * w_ * c_ : f_; }
+  // Bytes per row of sample data: uint8 images, float32 features.
+  int64_t row_bytes() const { return is_image() ? row_elems() : row_elems() * 4; }
   int64_t num_classes() const { return num_classes_; }
   const std::vector<std::string>& class_names() const { return class_names_; }
   const std::vector<std::string>& feature_names() const { return feature_names_; }

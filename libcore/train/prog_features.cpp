@@ -130,7 +130,7 @@ void extract_features_main(ToolContext& ctx) {
   f.set_attr("/", "feature_dim", int64_t(F));
   f.set_attr("/", "num_classes", int64_t(meta.num_classes));
   const int K = model->num_classes();
-  const int64_t row_bytes = ds.is_image() ? ds.row_elems() : 4 * ds.row_elems();
+  const int64_t row_bytes = ds.row_bytes();
   const int64_t block_cfg = ctx.cfg.get_int("features.block_samples");
   const int64_t block =
       block_cfg > 0 ? block_cfg

@@ -140,21 +140,15 @@ StreamSource::StreamSource(const std::string& path, data::Split split,
   SIEVE_ASSERT(geo_.chunk_rows > 0 && geo_.window_chunks > 0);
   const int64_t n = int64_t(active_.size());
   check_global_batch(global_, n, "global batch", "the training samples");
-  part_ = block_range(global_, rank_, size_).size();
-  // Chunks go to ranks balanced by active rows (plan_epoch), so a rank's share is within one
-  // chunk of its proportional share; the steps per epoch are fixed for the whole run from that
-  // bound, so every epoch (and every rank) has the same number.
-  if (size_ == 1) {
-    steps_ = n / global_;
-  } else {
-    steps_ = n / global_;
-    for (int q = 0; q < size_; ++q) {
-      const int64_t b = block_range(global_, q, size_).size();
-      if (b == 0) continue;
-      const int64_t guaranteed = n * b / global_ - geo_.chunk_rows;
-      steps_ = std::min(steps_, std::max<int64_t>(0, guaranteed) / b);
-    }
-  }
+  for (int q = 0; q < size_; ++q) parts_.push_back(block_range(global_, q, size_).size());
+  part_ = parts_[size_t(rank_)];
+  // Chunks go to ranks balanced by active rows (plan_epoch), so with several ranks a rank's
+  // share is within one chunk of its proportional share; the steps per epoch are fixed for
+  // the whole run from that bound, so every epoch (and every rank) has the same number.
+  steps_ = n / global_;
+  if (size_ > 1)
+    for (int64_t b : parts_)
+      if (b > 0) steps_ = std::min(steps_, std::max<int64_t>(0, n * b / global_ - geo_.chunk_rows) / b);
   SIEVE_CHECK(steps_ > 0, path_, ": streaming ", n, " samples over ", size_, " ranks in chunks of ",
               geo_.chunk_rows, " rows leaves no full global batch of ", global_,
               " per epoch; raise data.memory_budget_mb or use data.loader: memory");
@@ -198,11 +192,10 @@ void StreamSource::plan_epoch(int64_t epoch) {
     if (cnt == 0) continue;
     int best = -1;
     for (int q = 0; q < size_; ++q) {
-      const int64_t b = block_range(global_, q, size_).size();
+      const int64_t b = parts_[size_t(q)];
       if (b == 0) continue;
       // assigned[q]/b < assigned[best]/b_best, compared without division
-      if (best < 0 || assigned[size_t(q)] * block_range(global_, best, size_).size() <
-                          assigned[size_t(best)] * b)
+      if (best < 0 || assigned[size_t(q)] * parts_[size_t(best)] < assigned[size_t(best)] * b)
         best = q;
     }
     assigned[size_t(best)] += cnt;
@@ -318,10 +311,12 @@ TrainInput load_train_input(const std::string& path, const Config& cfg) {
   in.meta = read_dataset_meta(path);
   in.budget_bytes = int64_t(cfg.get_float("data.memory_budget_mb") * double(1 << 20));
   const data::DatasetFile ds = data::DatasetFile::open(path);  // checks every label's range
-  const int64_t row_bytes = ds.is_image() ? ds.row_elems() : ds.row_elems() * 4;
-  const int64_t split_bytes = ds.rows(data::Split::Train) * row_bytes;
+  const int64_t row_bytes = in.row_bytes = ds.row_bytes();
+  in.train_rows = ds.rows(data::Split::Train);
+  in.test_rows = ds.rows(data::Split::Test);
+  const int64_t split_bytes = in.train_rows * row_bytes;
   in.stream = use_stream(cfg.get_string("data.loader"), split_bytes, in.budget_bytes);
-  in.has_test = ds.rows(data::Split::Test) > 0;
+  in.has_test = in.test_rows > 0;
   if (!in.stream) {
     in.train = read_rows(ds, data::Split::Train, 0, ds.rows(data::Split::Train));
     if (in.has_test) in.test = read_rows(ds, data::Split::Test, 0, ds.rows(data::Split::Test));
@@ -330,13 +325,11 @@ TrainInput load_train_input(const std::string& path, const Config& cfg) {
     return in;
   }
   in.geometry = stream_geometry(row_bytes, in.budget_bytes);
-  SplitData& t = in.train;  // the index: everything but the sample data
-  t.image = ds.is_image();
-  t.n = ds.rows(data::Split::Train);
-  t.h = int(ds.height()), t.w = int(ds.width()), t.c = int(ds.channels()), t.f = int(ds.features());
+  SplitData& t = in.train = empty_like(ds, 0);  // the index: everything but the sample data
+  t.n = in.train_rows;
   t.labels = ds.labels(data::Split::Train);
   t.sample_id = ds.sample_ids(data::Split::Train);
-  log::info(cat(path, ": ", t.n, " train / ", ds.rows(data::Split::Test), " test samples, ",
+  log::info(cat(path, ": ", t.n, " train / ", in.test_rows, " test samples, ",
                 in.meta.num_classes, " classes, streamed (", split_bytes >> 20,
                 " MB of training samples; data.memory_budget_mb ", in.budget_bytes >> 20,
                 ": chunks of ", in.geometry.chunk_rows, " rows, windows of ",
@@ -363,12 +356,10 @@ EvalSplit eval_split(const TrainInput& in, data::Split split) {
     e.rows = e.mem->n;
     return e;
   }
-  const data::DatasetFile ds = data::DatasetFile::open(in.path);
   e.path = in.path;
   e.split = split;
-  e.rows = ds.rows(split);
-  const int64_t row_bytes = ds.is_image() ? ds.row_elems() : ds.row_elems() * 4;
-  e.block_rows = std::max<int64_t>(1, in.budget_bytes / 4 / std::max<int64_t>(1, row_bytes));
+  e.rows = split == data::Split::Test ? in.test_rows : in.train_rows;
+  e.block_rows = std::max<int64_t>(1, in.budget_bytes / 4 / std::max<int64_t>(1, in.row_bytes));
   return e;
 }
 

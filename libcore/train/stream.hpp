@@ -115,7 +115,8 @@ class StreamSource final : public SampleSource {
   int64_t global_, steps_ = 0;
   uint64_t seed_;
   int rank_, size_;
-  int64_t part_ = 0;  // b_r: this rank's samples per step
+  std::vector<int64_t> parts_;  // every rank's samples per step: block_range(G, q, R)
+  int64_t part_ = 0;            // this rank's: parts_[rank_]
   StreamGeometry geo_;
   int64_t planned_epoch_ = -1;
   std::vector<Window> windows_;
@@ -159,6 +160,8 @@ struct TrainInput {
   bool has_test = false, stream = false;
   StreamGeometry geometry;  // stream only
   int64_t budget_bytes = 0;
+  int64_t row_bytes = 0;                 // bytes of sample data per row
+  int64_t train_rows = 0, test_rows = 0;
 };
 // Reads the dataset per data.loader / data.memory_budget_mb (cfg), logging the choice once.
 TrainInput load_train_input(const std::string& path, const Config& cfg);
