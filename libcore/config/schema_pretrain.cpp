@@ -11,8 +11,8 @@ void add_trainer_keys(ConfigSchema& s, const std::string& p, const std::string& 
   s.add_string(p + ".model.arch", arch, "network architecture",
                {"mlp", "resnet18", "resnet34", "resnet50", "resnet101", "resnet152"});
   s.add_float(p + ".model.width", 1.0,
-              "ResNet width multiplier of the base widths 64,128,256,512 (1 = torchvision)",
-              0.01, 64.0);
+              "ResNet width multiplier of the base widths 64,128,256,512 (1 = torchvision)", 0.01,
+              64.0);
   s.add_string(p + ".model.stem", "cifar",
                "ResNet stem: cifar (3x3 conv, no max-pool) or imagenet (7x7/2 conv + max-pool)",
                {"cifar", "imagenet"});
@@ -66,8 +66,7 @@ void add_trainer_keys(ConfigSchema& s, const std::string& p, const std::string& 
   s.add_int(p + ".checkpoint.every_epochs", 1, "checkpoint every N epochs (0: off)", 0);
   s.add_int(p + ".checkpoint.keep", 2, "checkpoints kept (oldest removed)", 1);
   s.add_int(p + ".eval_batch", 256, "batch size for evaluation", 1);
-  s.add_int(p + ".eval_every", 1, "evaluate the test split every N epochs (0: only at the end)",
-            0);
+  s.add_int(p + ".eval_every", 1, "evaluate the test split every N epochs (0: only at the end)", 0);
   // Gradient communication (libcore/train/grad_sync.hpp; docs/training.md "Communication").
   s.add_string(p + ".comm.strategy", "buckets",
                "how ranks combine gradients: buckets (DDP-style static buckets overlapped with "
@@ -89,6 +88,11 @@ void add_trainer_keys(ConfigSchema& s, const std::string& p, const std::string& 
   s.add_int(p + ".comm.max_staleness", 1,
             "parameter-server async: most recent updates a worker's weights may miss (0: sync)", 0,
             64);
+  s.add_string(p + ".comm.stale_compensation", "lookahead",
+               "parameter-server async: lookahead (workers compute on the point the weights "
+               "will reach when their update lands, predicted from the momentum; "
+               "docs/communication.md) or none (on the stale weights as they are)",
+               {"lookahead", "none"});
 }
 
 // Keys of the 'pretrain' section: the feature extractor (tools/pretrain).

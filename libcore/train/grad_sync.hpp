@@ -46,6 +46,7 @@ struct CommOptions {
   int servers = 1;                   // parameter-server: ranks owning a shard (<= ranks)
   std::string mode = "sync";         // parameter-server: sync | async (stale-synchronous)
   int max_staleness = 1;             // parameter-server async: updates a worker may miss
+  std::string stale_compensation = "lookahead";  // parameter-server async: lookahead | none
 };
 void check_comm_options(const CommOptions& o, const std::string& prefix);
 

@@ -39,10 +39,11 @@ std::vector<size_t> piece_cuts(const std::vector<size_t>& shards, size_t per) {
 
 ParamServer::ParamServer(const Comm& comm, float* grads, size_t total,
                          const std::vector<std::pair<size_t, size_t>>& covered, int servers,
-                         size_t piece_bytes, int max_staleness)
+                         size_t piece_bytes, int max_staleness, bool lookahead)
     : comm_(comm),
       grads_(grads),
       staleness_(comm.size() > 1 ? std::max(0, max_staleness) : 0),
+      lookahead_(lookahead && staleness_ > 0),
       shard_cuts_(shard_cuts(total, covered, std::clamp(servers, 1, comm.size()))),
       pieces_(piece_cuts(shard_cuts_, std::max<size_t>(1024, piece_bytes / sizeof(float))),
               covered) {
@@ -52,6 +53,7 @@ ParamServer::ParamServer(const Comm& comm, float* grads, size_t total,
   }
   pushed_.assign(pieces_.size(), 0);
   if (staleness_ > 0) slots_.assign(size_t(staleness_) + 2, std::vector<float>(total, 0.0f));
+  if (lookahead_) master_.assign(total, 0.0f);
   push_buf_ = grads_;
 }
 
@@ -110,13 +112,38 @@ void ParamServer::finish() {
   trace::complete("wait for pushes", "wait", t0, trace::now_us());
 }
 
+float ParamServer::lookahead_factor() const {
+  const auto& o = opt_->options();
+  const float mu = float(o.momentum);
+  float f = 0, p = o.nesterov ? mu : 1.0f;
+  for (int i = 0; i < staleness_; ++i) f += (p *= mu);
+  return f;
+}
+
 void ParamServer::apply(const float* summed) {
   {
     trace::Span span("optimizer", "server update (own shards)");
-    for (int s = 0; s < num_shards(); ++s)
-      if (owner(s) == comm_.rank())
-        opt_->step_range(params_, summed, lr_, shard_begin(s), shard_begin(s + 1));
+    for (int s = 0; s < num_shards(); ++s) {
+      if (owner(s) != comm_.rank()) continue;
+      const size_t b = shard_begin(s), e = shard_begin(s + 1);
+      if (!lookahead_) {
+        opt_->step_range(params_, summed, lr_, b, e);
+        continue;
+      }
+      // params_ holds the lookahead point once master_ is live; the first update after a
+      // drain starts from the true weights, which params_ holds then.
+      if (!master_live_) std::copy(params_ + b, params_ + e, master_.data() + b);
+      opt_->step_range(master_.data(), summed, lr_, b, e);
+      const float step = float(lr_) * lookahead_factor();
+      const float* v = opt_->momentum().data();
+      for (size_t i = b; i < e; ++i) params_[i] = master_[i] - step * v[i];
+    }
+    if (lookahead_) master_live_ = true;
   }
+  pull();
+}
+
+void ParamServer::pull() {
   if (comm_.size() == 1) return;
   const auto t = std::chrono::steady_clock::now();
   const double t0 = trace::now_us();
@@ -155,6 +182,14 @@ void ParamServer::update(SgdOptimizer& opt, float* params, float* grads, double 
 
 void ParamServer::drain() {
   while (!pending_.empty()) apply_oldest();
+  if (!master_live_) return;
+  // Every rank gets the true weights back (evaluation, checkpoints, the epoch's end).
+  for (int s = 0; s < num_shards(); ++s)
+    if (owner(s) == comm_.rank())
+      std::copy(master_.data() + shard_begin(s), master_.data() + shard_begin(s + 1),
+                params_ + shard_begin(s));
+  master_live_ = false;
+  pull();
 }
 
 void ParamServer::collect_optimizer_state(SgdOptimizer& opt) {

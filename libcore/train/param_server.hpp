@@ -35,6 +35,16 @@
 // would be needed for that). drain() applies every round still in flight: the trainer calls
 // it at the end of each epoch and before each checkpoint, so evaluation and checkpoints see
 // every gradient, and a resumed run continues exactly. CPU (unstaged) path only.
+//
+// Lookahead compensation (comm.stale_compensation lookahead, the default for async): a
+// stale gradient is computed on weights that miss k updates, and by the time it is applied
+// k more have landed, so it answers for the wrong point; with momentum 0.9 that cost the
+// quickstart 2.7 points at k = 1 and 10 at k = 2 (docs/communication.md). The owner keeps the
+// true weights of its shards (master_) and sends the workers the point the weights will
+// reach when this gradient lands, if the momentum alone moved them: w - lr*v*sum_{i=1..k} mu^i
+// (mu^{i+1} with Nesterov), the estimate DANA (Hakimi et al. 2019) makes for asynchronous
+// workers. Updates are applied to the master; drain() puts the true weights back on every rank,
+// so evaluation and checkpoints see them and resume stays exact.
 #pragma once
 #include <mpi.h>
 
@@ -49,9 +59,10 @@ namespace sieve::train {
 class ParamServer final : public GradSync {
  public:
   // max_staleness 0: synchronous; k >= 1: stale-synchronous with bound k.
+  // lookahead: send the workers the weights' predicted position (see above); async only.
   ParamServer(const Comm& comm, float* grads, size_t total,
               const std::vector<std::pair<size_t, size_t>>& covered, int servers,
-              size_t piece_bytes, int max_staleness = 0);
+              size_t piece_bytes, int max_staleness = 0, bool lookahead = false);
   const char* name() const override { return "parameter-server"; }
   void arm() override;
   void ready(size_t offset, size_t count) override;
@@ -72,6 +83,10 @@ class ParamServer final : public GradSync {
   void apply(const float* summed);
   // Stale-synchronous: waits for the oldest round's pushes and applies it.
   void apply_oldest();
+  // Broadcasts every piece from its owner into params_ (the pull).
+  void pull();
+  // The factor of lr*v in the lookahead: sum_{i=1..k} mu^i (Nesterov: mu^{i+1}).
+  float lookahead_factor() const;
   struct Round {
     size_t slot;
     std::unique_ptr<InFlight> pushes;
@@ -79,6 +94,9 @@ class ParamServer final : public GradSync {
   const Comm& comm_;
   float* grads_;
   int staleness_ = 0;
+  bool lookahead_ = false;
+  std::vector<float> master_;              // lookahead: true weights of the owned shards
+  bool master_live_ = false;               // master_ holds them (params_ holds the lookahead point)
   std::vector<std::vector<float>> slots_;  // stale-synchronous round buffers
   size_t next_slot_ = 0;
   float* push_buf_;                    // this step's pushes read (and, on the owner, sum into) here

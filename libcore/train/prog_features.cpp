@@ -21,11 +21,11 @@ namespace fs = std::filesystem;
 namespace sieve::train {
 
 void add_features_flags(po::options_description& d) {
-  d.add_options()
-      ("dataset", po::value<std::string>(), "dataset file (default: <run.dir>/dataset.h5)")
-      ("model", po::value<std::string>(),
-       "model file (default: by features.model, <run.dir>/pretrain/model_early.h5 or model.h5)")
-      ("output", po::value<std::string>(), "features file (default: <run.dir>/features.h5)");
+  d.add_options()("dataset", po::value<std::string>(),
+                  "dataset file (default: <run.dir>/dataset.h5)")(
+      "model", po::value<std::string>(),
+      "model file (default: by features.model, <run.dir>/pretrain/model_early.h5 or model.h5)")(
+      "output", po::value<std::string>(), "features file (default: <run.dir>/features.h5)");
 }
 
 namespace {
@@ -75,7 +75,7 @@ void extract_features_main(ToolContext& ctx) {
     model_path = model_choice == "early" ? rp.early_model() : rp.model();
     if (model_choice == "early" && !fs::exists(model_path))
       throw Error(cat("features.model=early: ", model_path,
-                           " does not exist (pretrain writes it when pretrain.holdout > 0)"));
+                      " does not exist (pretrain writes it when pretrain.holdout > 0)"));
     log::info(cat("features from the ", model_choice, " model ", model_path,
                   model_choice == "early" ? " (held-out accuracy peak)" : ""));
   }
@@ -120,7 +120,7 @@ void extract_features_main(ToolContext& ctx) {
   h5::File f = h5::File::create(out.tmp_path(), &ctx.comm);
   h5::stamp(f, schema::kFeatures, ctx.cfg.to_yaml());
   lineage::stamp_derived(f, schema::kFeatures, ctx.cfg.to_yaml(),
-                         {{model_in, {dataset, meta.fingerprint}}, meta.fingerprint});
+                         {{model_in, {dataset, meta.fingerprint}}, meta.fingerprint, ""});
   f.set_attr("/", "layer", std::string("penultimate"));
   f.set_attr("/", "model", model_path);
   f.set_attr("/", "model_choice", model_choice);
@@ -134,7 +134,8 @@ void extract_features_main(ToolContext& ctx) {
   const int64_t block_cfg = ctx.cfg.get_int("features.block_samples");
   const int64_t block =
       block_cfg > 0 ? block_cfg
-                    : std::max<int64_t>(batch, (int64_t(64) << 20) / std::max<int64_t>(1, row_bytes) / batch * batch);
+                    : std::max<int64_t>(batch, (int64_t(64) << 20) /
+                                                   std::max<int64_t>(1, row_bytes) / batch * batch);
   // Each collective write's outcome is agreed on: a rank whose write failed (disk full hits
   // the rank writing the highest offsets first) must not leave the others inside the next
   // collective; all ranks then fail with its one line and the temporary file is removed.
@@ -169,7 +170,8 @@ void extract_features_main(ToolContext& ctx) {
   agreed([&] { f.close(); });
   out.commit();
   if (ctx.comm.is_root()) write_text_atomic(config_sidecar_path(output), ctx.cfg.to_yaml());
-  log::info(cat("wrote ", output, ": ", F, "-dim features of ", ds.rows(data::Split::Train), " train",
+  log::info(cat("wrote ", output, ": ", F, "-dim features of ", ds.rows(data::Split::Train),
+                " train",
                 splits.size() > 1 ? cat(" + ", ds.rows(data::Split::Test), " test") : std::string(),
                 " samples"));
 }

@@ -18,7 +18,9 @@ namespace sieve::train {
 
 namespace {
 volatile std::sig_atomic_t g_stop = 0;
-extern "C" void on_stop_signal(int) { g_stop = 1; }
+extern "C" void on_stop_signal(int) {
+  g_stop = 1;
+}
 
 // The model's per-unit forward/backward spans on the step timeline (--trace).
 void trace_model_unit(const char* unit, bool backward, double t0_us, double t1_us) {
@@ -26,12 +28,13 @@ void trace_model_unit(const char* unit, bool backward, double t0_us, double t1_u
 }
 
 double now_s() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch())
-      .count();
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 }  // namespace
 
-bool stop_signal_seen() { return g_stop != 0; }
+bool stop_signal_seen() {
+  return g_stop != 0;
+}
 
 void install_stop_handlers() {
   struct sigaction sa {};
@@ -79,7 +82,8 @@ TrainOptions read_train_options(const Config& cfg, const std::string& p) {
   // LARS when asked for, or by batch size: at and above optimizer.lars_from_batch (0: never)
   // layer-wise trust ratios keep very large batches from diverging (You et al. 2017).
   const int64_t lars_from = cfg.get_int(p + ".optimizer.lars_from_batch");
-  o.opt.lars = cfg.get_bool(p + ".optimizer.lars") || (lars_from > 0 && o.global_batch >= lars_from);
+  o.opt.lars =
+      cfg.get_bool(p + ".optimizer.lars") || (lars_from > 0 && o.global_batch >= lars_from);
   o.opt.lars_eta = cfg.get_float(p + ".optimizer.lars_eta");
   o.sched.base_lr = cfg.get_float(p + ".optimizer.lr");
   o.sched.ref_batch = cfg.get_int(p + ".schedule.ref_batch");
@@ -100,6 +104,7 @@ TrainOptions read_train_options(const Config& cfg, const std::string& p) {
   o.comm.servers = int(cfg.get_int(p + ".comm.servers"));
   o.comm.mode = cfg.get_string(p + ".comm.mode");
   o.comm.max_staleness = int(cfg.get_int(p + ".comm.max_staleness"));
+  o.comm.stale_compensation = cfg.get_string(p + ".comm.stale_compensation");
   check_comm_options(o.comm, p);
   return o;
 }
@@ -171,23 +176,24 @@ void Trainer::checkpoint(const TrainState& st) {
 }
 
 std::pair<double, double> Trainer::evaluate(const EvalSplit& d, const std::vector<int64_t>* rows) {
-  source_->quiesce();  // streamed evaluation reads the file on this thread
+  source_->quiesce();           // streamed evaluation reads the file on this thread
   double stats[3] = {0, 0, 0};  // loss sum, correct, n
   Batch b;
-  for_each_eval_block(d, rows, comm_.rank(), comm_.size(),
-                      [&](const SplitData& block, const std::vector<int64_t>& local) {
-    for (size_t i = 0; i < local.size(); i += size_t(o_.eval_batch)) {
-      const int n = int(std::min<size_t>(size_t(o_.eval_batch), local.size() - i));
-      make_batch(block, meta_, local.data() + i, n, false, 0, 0, &b);
-      const float* logits = model_->forward(b.x.data(), n, false);
-      int correct = 0;
-      double loss = nn::softmax_cross_entropy(logits, b.y.data(), n, model_->num_classes(), 0.0f,
-                                              nullptr, &correct);
-      stats[0] += loss * n;
-      stats[1] += correct;
-      stats[2] += n;
-    }
-  });
+  for_each_eval_block(
+      d, rows, comm_.rank(), comm_.size(),
+      [&](const SplitData& block, const std::vector<int64_t>& local) {
+        for (size_t i = 0; i < local.size(); i += size_t(o_.eval_batch)) {
+          const int n = int(std::min<size_t>(size_t(o_.eval_batch), local.size() - i));
+          make_batch(block, meta_, local.data() + i, n, false, 0, 0, &b);
+          const float* logits = model_->forward(b.x.data(), n, false);
+          int correct = 0;
+          double loss = nn::softmax_cross_entropy(logits, b.y.data(), n, model_->num_classes(),
+                                                  0.0f, nullptr, &correct);
+          stats[0] += loss * n;
+          stats[1] += correct;
+          stats[2] += n;
+        }
+      });
   comm_.allreduce_sum(stats, 3);
   if (stats[2] == 0) return {0.0, 0.0};
   return {stats[0] / stats[2], stats[1] / stats[2]};
@@ -213,8 +219,8 @@ TrainResult Trainer::run(bool resume) {
     SIEVE_CHECK(st.seed == o_.seed, from, ": checkpoint seed ", st.seed,
                 " differs from the configured seed ", o_.seed);
     const std::string loader = source_->describe();
-    SIEVE_CHECK(st.loader == loader, from,
-                ": checkpoint was written by the ", st.loader, " loader, this run uses ", loader,
+    SIEVE_CHECK(st.loader == loader, from, ": checkpoint was written by the ", st.loader,
+                " loader, this run uses ", loader,
                 " (a streamed run resumes exactly only with the same data.memory_budget_mb, "
                 "data.loader and rank count)");
     st.loader = loader;
@@ -267,7 +273,8 @@ TrainResult Trainer::run(bool resume) {
   SIEVE_CHECK(!staged || o_.comm.mode != "async",
               "comm.mode async (stale-synchronous parameter server) needs the CPU path: the device "
               "path uploads the host weights after each update, not after a drain");
-  if (!staged) model_->set_grad_ready_hook([&](size_t off, size_t cnt) { reducer.ready(off, cnt); });
+  if (!staged)
+    model_->set_grad_ready_hook([&](size_t off, size_t cnt) { reducer.ready(off, cnt); });
 
   // Fault injection for tests (docs/training.md): poison a gradient, raise SIGUSR1, or die
   // by SIGKILL (as `kill -9`) at a given optimizer step, on rank 0.
@@ -303,7 +310,8 @@ TrainResult Trainer::run(bool resume) {
     out.data = std::move(part.data);
     const auto& rows = part.rows;
     for (size_t i = 0; i < rows.size(); i += size_t(micro))
-      out.parts.emplace_back(rows.begin() + i, rows.begin() + std::min(rows.size(), i + size_t(micro)));
+      out.parts.emplace_back(rows.begin() + i,
+                             rows.begin() + std::min(rows.size(), i + size_t(micro)));
     return out;
   };
 
@@ -319,8 +327,8 @@ TrainResult Trainer::run(bool resume) {
   for (int64_t e = st.epoch; e < o_.epochs; ++e) {
     epoch_start = now_s();
     epoch_images = 0;
-    StepChunks chunks = st.step_in_epoch < steps_per_epoch ? chunks_of(e, st.step_in_epoch)
-                                                           : StepChunks{};
+    StepChunks chunks =
+        st.step_in_epoch < steps_per_epoch ? chunks_of(e, st.step_in_epoch) : StepChunks{};
     if (!chunks.parts.empty()) pf.request(chunks.data, chunks.parts[0], o_.augment, o_.seed, e);
     for (int64_t s = st.step_in_epoch; s < steps_per_epoch; ++s) {
       const double lr = sched.lr_at(st.step);
@@ -360,7 +368,8 @@ TrainResult Trainer::run(bool resume) {
         stats[1] += correct;
       }
       if (chunks.parts.empty()) reducer.arm();
-      if (staged) model_->backend().to_host(G, model_->grads(), model_->num_params() * sizeof(float));
+      if (staged)
+        model_->backend().to_host(G, model_->grads(), model_->num_params() * sizeof(float));
       reducer.finish();
       float* g = G;
       if (st.step == nan_step && comm_.is_root()) g[0] = std::nanf("");
@@ -475,26 +484,24 @@ TrainResult Trainer::run(bool resume) {
       return std::string(b);
     };
     const double blocked = cs.finish_wait_s + cs.update_comm_s + cs.negotiation_wait_s;
-    log::info(cat("comm ", reducer.name(), ": ", fixed_str(cs.messages / n, 1),
-                  " reductions per step (",
-                  int64_t(100.0 * cs.started_early / std::max<int64_t>(1, cs.messages)),
-                  " % started during backward), ", fixed_str(cs.bytes / n / 1048576.0, 2),
-                  " MiB per step; blocked ", fixed_str(1e3 * blocked / n, 2), " ms per step",
-                  cs.negotiations > 0
-                      ? cat(" (", fixed_str(cs.negotiations / n, 1), " agreement rounds, ",
-                            fixed_str(1e3 * cs.negotiation_wait_s / n, 2), " ms)")
-                      : std::string()));
+    log::info(cat(
+        "comm ", reducer.name(), ": ", fixed_str(cs.messages / n, 1), " reductions per step (",
+        int64_t(100.0 * cs.started_early / std::max<int64_t>(1, cs.messages)),
+        " % started during backward), ", fixed_str(cs.bytes / n / 1048576.0, 2),
+        " MiB per step; blocked ", fixed_str(1e3 * blocked / n, 2), " ms per step",
+        cs.negotiations > 0 ? cat(" (", fixed_str(cs.negotiations / n, 1), " agreement rounds, ",
+                                  fixed_str(1e3 * cs.negotiation_wait_s / n, 2), " ms)")
+                            : std::string()));
   }
   if (trace::enabled())
-    trace::write_gathered(comm_, trace::path(),
-                          cat("{\"strategy\":\"", o_.comm.strategy, "\",\"ranks\":", comm_.size(),
-                              ",\"arch\":\"", o_.spec.arch, "\",\"width\":", o_.spec.width,
-                              ",\"global_batch\":", B, ",\"buckets\":", reducer.num_buckets(),
-                              ",\"params\":", model_->num_params(), ",\"bucket_mb\":",
-                              o_.comm.bucket_mb, ",\"cycle_ms\":", o_.comm.cycle_ms,
-                              ",\"fusion_mb\":", o_.comm.fusion_mb, ",\"servers\":",
-                              o_.comm.servers, ",\"tensors\":", model_->param_info().size(),
-                              "}"));
+    trace::write_gathered(
+        comm_, trace::path(),
+        cat("{\"strategy\":\"", o_.comm.strategy, "\",\"ranks\":", comm_.size(), ",\"arch\":\"",
+            o_.spec.arch, "\",\"width\":", o_.spec.width, ",\"global_batch\":", B,
+            ",\"buckets\":", reducer.num_buckets(), ",\"params\":", model_->num_params(),
+            ",\"bucket_mb\":", o_.comm.bucket_mb, ",\"cycle_ms\":", o_.comm.cycle_ms,
+            ",\"fusion_mb\":", o_.comm.fusion_mb, ",\"servers\":", o_.comm.servers,
+            ",\"tensors\":", model_->param_info().size(), "}"));
   if (res.final_test_acc < 0 && !test_.empty() && test_.rows > 0) {  // resumed after the last epoch
     auto [tl, ta] = evaluate(test_);
     res.final_test_acc = res.best_test_acc = ta;

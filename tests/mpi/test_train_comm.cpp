@@ -172,6 +172,70 @@ TEST(TrainComm, ParameterServerShardsFollowTensorEdgesAndSpreadOverRanks) {
   EXPECT_EQ(int(owners.size()), ps.num_shards()) << "each shard on its own rank";
 }
 
+// Lookahead compensation, step by step against a sequential reference: with staleness k the
+// weights every rank computes on after step t are the true weights (every round up to t-k
+// applied) moved by the momentum alone for k more steps, w - lr*v*sum_{i=1..k} mu^(i+1)
+// (Nesterov), and drain() leaves every rank the true weights. Gradients are multiples of 1/64
+// small enough that every order of summation gives the same floats, so the comparison is exact.
+TEST(TrainComm, LookaheadSendsPredictedWeightsAndDrainRestoresTheTrueOnes) {
+  Comm world = Comm::world();
+  const int R = world.size();
+  const std::vector<std::pair<size_t, size_t>> cov = {{0, 600}, {600, 600}, {1200, 300}};
+  const size_t total = 1500;
+  std::vector<ParamSlice> slices = {
+      {"a.weight", 0, 600, false}, {"b.weight", 600, 600, false}, {"b.bias", 1200, 300, true}};
+  OptimizerOptions oo;
+  oo.momentum = 0.9;
+  oo.nesterov = true;
+  oo.weight_decay = 5e-4;
+  auto grad = [&](int step, int rank, size_t i) {
+    return float(int((i * 7 + size_t(step) * 13 + size_t(rank) * 5) % 33) - 16) / 64.0f;
+  };
+  for (int k : {1, 2}) {
+    std::vector<float> w(total), g(total);
+    for (size_t i = 0; i < total; ++i) w[i] = float(int(i % 41) - 20) / 32.0f;
+    std::vector<float> truth = w;  // the reference's true weights
+    SgdOptimizer opt(slices, total, oo), ref(slices, total, oo);
+    ParamServer ps(world, g.data(), total, cov, R, 1024 * sizeof(float), k, true);
+    const double lr = 0.05;
+    const int steps = 6;
+    for (int t = 0; t < steps; ++t) {
+      for (size_t i = 0; i < total; ++i) g[i] = grad(t, world.rank(), i);
+      ps.arm();
+      for (auto it = cov.rbegin(); it != cov.rend(); ++it) ps.ready(it->first, it->second);
+      ps.finish();
+      ps.update(opt, w.data(), g.data(), lr);
+      if (R == 1) continue;       // one rank: no staleness, checked below
+      const int applied = t - k;  // rounds 0..t-k have landed
+      if (applied >= 0) {
+        std::vector<float> sum(total, 0.0f);
+        for (int r = 0; r < R; ++r)
+          for (size_t i = 0; i < total; ++i) sum[i] += grad(applied, r, i);
+        ref.step(truth.data(), sum.data(), lr);
+      }
+      float f = 0, p = float(oo.momentum);
+      for (int i = 0; i < k; ++i) f += (p *= float(oo.momentum));
+      for (size_t i = 0; i < total; ++i) {
+        const float expect = applied >= 0 ? truth[i] - float(lr) * f * ref.momentum()[i] : truth[i];
+        ASSERT_FLOAT_EQ(w[i], expect) << "k " << k << " step " << t << " element " << i;
+      }
+    }
+    ps.drain();
+    if (R == 1) {
+      EXPECT_EQ(ps.max_staleness(), 0) << "one rank has nothing to be stale against";
+      continue;
+    }
+    for (int r = steps - k; r < steps; ++r) {
+      std::vector<float> sum(total, 0.0f);
+      for (int q = 0; q < R; ++q)
+        for (size_t i = 0; i < total; ++i) sum[i] += grad(r, q, i);
+      ref.step(truth.data(), sum.data(), lr);
+    }
+    EXPECT_EQ(w, truth) << "k " << k << ": after drain every rank holds the true weights";
+    expect_same_on_all_ranks(world, w);
+  }
+}
+
 TEST(TrainComm, TraceParsesAndCoversEveryUnitAndBucket) {
   Comm world = Comm::world();
   Data d = image_data(48);
