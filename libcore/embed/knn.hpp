@@ -18,6 +18,15 @@ namespace sieve::embed {
 void knn_exact(const float* X, int64_t N, int64_t D, int64_t k, int64_t q0, int64_t q1,
                int32_t* idx, float* d2);
 
+// The streaming form, for references that arrive block by block (a distributed search):
+// merges the reference rows R [nr,D] into the running lists of the query rows Q [nq,D].
+// Rows carry global ids qid [nq], rid [nr] (ids < 2^31); a reference with the query's own
+// id is skipped. idx/d2 [nq,k] hold the best so far, nearest first, empty slots as index -1
+// (fill them with -1 before the first block). The lists are the k smallest (distance, id)
+// pairs over all blocks merged, whatever the order of the blocks.
+void knn_merge_block(const float* Q, const int64_t* qid, int64_t nq, const float* R,
+                     const int64_t* rid, int64_t nr, int64_t D, int64_t k, int32_t* idx, float* d2);
+
 // Same for an arbitrary list of query rows (for D <= 4 the sweep, else the GEMM path).
 void knn_queries(const float* X, int64_t N, int64_t D, int64_t k, const int64_t* queries,
                  int64_t nq, int32_t* idx, float* d2);
