@@ -14,6 +14,8 @@ packages=(
   libboost-program-options-dev libyaml-cpp-dev nlohmann-json3-dev
   # math
   libopenblas-dev liblapacke-dev libdnnl-dev libfftw3-dev zlib1g-dev
+  # approximate nearest neighbours (header-only): the k-NN of large t-SNE inputs
+  libhnswlib-dev
   # image-folder ingest: JPEG (libjpeg-turbo) and PNG decoding
   libjpeg62-turbo-dev libpng-dev
   # Debian's oneDNN is built with its OpenCL runtime: its CMake config wants the headers

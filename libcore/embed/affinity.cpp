@@ -1,10 +1,10 @@
 #include "embed/affinity.hpp"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <limits>
 
-#include "embed/knn.hpp"
 #include "embed/parallel.hpp"
 #include "util/error.hpp"
 
@@ -39,13 +39,19 @@ double calibrate_row(const float* d2, int64_t k, double perplexity, double* p) {
 
 SparseRows build_affinities(const Comm& comm, const float* X, int64_t N, int64_t D,
                             double perplexity, Range own, std::vector<int32_t>* knn_idx,
-                            int64_t* knn_k) {
+                            int64_t* knn_k, KnnMethod knn, KnnMethod* knn_used,
+                            double* knn_seconds) {
   const int64_t k = std::min<int64_t>(N - 1, int64_t(std::ceil(3.0 * perplexity)));
   SIEVE_CHECK(k >= 1, "t-SNE needs at least 2 points");
   const int64_t nown = own.size();
   std::vector<int32_t> idx(size_t(nown * k));
   std::vector<float> d2(size_t(nown * k));
-  knn_exact(X, N, D, k, own.begin, own.end, idx.data(), d2.data());
+  const KnnMethod method = resolve_knn_method(knn, N);
+  const auto t_knn = std::chrono::steady_clock::now();
+  knn_search(method, X, N, D, k, own.begin, own.end, idx.data(), d2.data());
+  if (knn_used) *knn_used = method;
+  if (knn_seconds)
+    *knn_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_knn).count();
   // Conditional rows of this rank, in float for the exchange ([nown,k]).
   std::vector<float> pc(size_t(nown * k));
 #pragma omp parallel if (N >= kMinPointsForThreads)

@@ -80,6 +80,7 @@ void reduce_dims(const Comm& comm, const Config& cfg, const std::string& input,
   opt.pca_init = cfg.get_string("embed.tsne.init") == "pca";
   opt.seed = uint64_t(cfg.get_int("run.seed")) * 0x9E3779B97F4A7C15ull + 0xE3BEDull;
   opt.progress_every = int(cfg.get_int("embed.tsne.progress_every"));
+  opt.knn = parse_knn_method(cfg.get_string("embed.tsne.knn"));
   const std::string rep_name = cfg.get_string("embed.tsne.repulsion");
   if (rep_name == "fft" && opt.dims != 2)
     throw UsageError("embed.tsne.repulsion=fft needs embed.tsne.dims=2 (use barnes_hut for 3-D)");
@@ -183,7 +184,7 @@ void reduce_dims(const Comm& comm, const Config& cfg, const std::string& input,
   constexpr int kStats = 5;
   std::vector<double> stats(static_cast<size_t>(G * kStats), 0.0);
   const int64_t max_trust = cfg.get_int("embed.quality.trustworthiness_points");
-  std::string rep_used = "none";
+  std::string rep_used = "none", knn_used = "none";
   int g = -1;
   for (const auto& [label, idx] : groups) {
     ++g;
@@ -194,6 +195,7 @@ void reduce_dims(const Comm& comm, const Config& cfg, const std::string& input,
                                                                 : RepulsionMethod::BarnesHut)
                                          : parse_repulsion(rep_name);
       rep_used = repulsion_name(opt.repulsion);
+      knn_used = knn_method_name(resolve_knn_method(opt.knn, n));
     }
     if (!mine) continue;
     const Comm& gcomm = owner[g] < 0 ? comm : self;
@@ -208,8 +210,9 @@ void reduce_dims(const Comm& comm, const Config& cfg, const std::string& input,
       Yg = tr.Y;
       log::infof(opt.label, ": ", n, " points, ", rep_used, " repulsion, KL ", tr.kl, " in ",
                  log::format_duration(tr.seconds), " (k-NN + P ",
-                 log::format_duration(tr.seconds_affinity), ", attraction ",
-                 log::format_duration(tr.seconds_attract), ", repulsion ",
+                 log::format_duration(tr.seconds_affinity), " of which k-NN ",
+                 knn_method_name(tr.knn_used), " ", log::format_duration(tr.seconds_knn),
+                 ", attraction ", log::format_duration(tr.seconds_attract), ", repulsion ",
                  log::format_duration(tr.seconds_repulse), ", update ",
                  log::format_duration(tr.seconds_update), ")");
     } else {
@@ -253,8 +256,11 @@ void reduce_dims(const Comm& comm, const Config& cfg, const std::string& input,
   pres /= double(N);
   trust /= double(N);
   const double kl = method == "tsne" ? kl_weighted / double(N) : std::nan("");
-  log::infof("quality: 10-NN preservation ", pres, ", trustworthiness ", trust, " (", trust_points,
-             " of ", N, " points)");
+  // With hnsw the input-space lists are the approximate ones the affinities used (an exact
+  // search is what hnsw avoids); their recall is in docs/embed.md.
+  log::infof("quality: 10-NN preservation ", pres,
+             knn_used == "hnsw" ? " (input neighbours from hnsw)" : "", ", trustworthiness ", trust,
+             " (", trust_points, " of ", N, " points)");
 
   // ---- output ----
   std::string params = method == "tsne"
@@ -263,7 +269,8 @@ void reduce_dims(const Comm& comm, const Config& cfg, const std::string& input,
                                  " early_exaggeration=", opt.exaggeration,
                                  " exaggeration_iterations=", opt.exaggeration_iterations,
                                  " learning_rate=", opt.learning_rate, " repulsion=", rep_used,
-                                 " theta=", opt.theta, " init=", opt.pca_init ? "pca" : "random",
+                                 " knn=", knn_used, " theta=", opt.theta,
+                                 " init=", opt.pca_init ? "pca" : "random",
                                  " per_class=", per_class, " ranks=", comm.size())
                            : cat("pca_components=", k, " whiten=", pca.whiten, " dims=", d);
   // Written by all ranks together (parallel HDF5): each writes its block of rows, so no rank

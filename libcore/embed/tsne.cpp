@@ -120,7 +120,8 @@ TsneResult tsne(const Comm& comm, const float* X, int64_t N, int64_t D, const Ts
   const Range own = block_range(N, comm.rank(), comm.size());
   const int64_t n = own.size();
   TsneResult res;
-  SparseRows P = build_affinities(comm, X, N, D, opt.perplexity, own, &res.knn, &res.knn_k);
+  SparseRows P = build_affinities(comm, X, N, D, opt.perplexity, own, &res.knn, &res.knn_k, opt.knn,
+                                  &res.knn_used, &res.seconds_knn);
   res.seconds_affinity = since(t0);
   // P's values as float for the attractive loop: it streams every edge each iteration
   // (~120 per point), so its bytes per edge are the cost.

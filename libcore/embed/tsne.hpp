@@ -1,12 +1,13 @@
-// t-SNE (van der Maaten & Hinton 2008) with exact k-NN affinities and pluggable
-// repulsion (exact / Barnes-Hut / FIt-SNE FFT interpolation), split over MPI ranks.
+// t-SNE (van der Maaten & Hinton 2008) with k-NN affinities (exact, or HNSW for large N) and
+// pluggable repulsion (exact / Barnes-Hut / FIt-SNE FFT interpolation), split over MPI ranks.
 //
 // Distribution: every rank holds all input rows X [N,D] (the PCA output is small) and all
 // positions Y [N,d]; rank r owns the contiguous slice block_range(N, r, size) for the
 // k-NN search, its rows of P, the attractive forces, its share of the repulsion, and the
 // optimiser state (update, gains). After each step the owned positions are allgathered.
 // Every cross-point sum is done in a fixed order, so a run is bitwise deterministic for a
-// given seed and rank count (independent of the OpenMP thread count).
+// given seed and rank count (independent of the OpenMP thread count); the HNSW graph is
+// built by one thread for the same reason (knn_approx.hpp).
 //
 // Schedule (the standard one): init = first d input columns (the leading PCA components)
 // scaled to std 1e-4, or seeded Gaussian noise of std 1e-4; early exaggeration 12 for
@@ -20,6 +21,7 @@
 #include <vector>
 
 #include "comm/comm.hpp"
+#include "embed/knn_approx.hpp"
 #include "embed/repulsion.hpp"
 
 namespace sieve::embed {
@@ -38,6 +40,7 @@ struct TsneOptions {
   // learning rate cannot throw points off (and the FFT grid with them). 0: no clipping.
   double max_step_norm = 5.0;
   RepulsionMethod repulsion = RepulsionMethod::Fft;
+  KnnMethod knn = KnnMethod::Auto;  // input k-NN: exact, hnsw, or by N (knn_approx.hpp)
   double theta = 0.5;
   bool pca_init = true;  // false: Gaussian init from `seed`
   uint64_t seed = 1;
@@ -51,7 +54,9 @@ struct TsneResult {
   std::vector<std::pair<int, double>> kl_history;  // (iteration, KL) at every progress point
   std::vector<int32_t> knn;  // the owned rows' input k-NN lists [own.size(), knn_k]
   int64_t knn_k = 0;
+  KnnMethod knn_used = KnnMethod::Exact;  // the search that built them
   double seconds = 0.0;
+  double seconds_knn = 0.0;  // the k-NN search alone (part of seconds_affinity)
   // Wall-time split of `seconds` (rank-local): k-NN + P, attractive forces (incl. the KL
   // terms), repulsion, gradient step + allgather + re-centring.
   double seconds_affinity = 0.0, seconds_attract = 0.0, seconds_repulse = 0.0,

@@ -1,12 +1,14 @@
 // Under mpiexec -n 2 / -n 3: distributed PCA equals the serial answer computed on rank 0
 // alone; distributed t-SNE separates clusters, is deterministic for a seed and rank
-// count, and its quality figures agree across ranks.
+// count, and its quality figures agree across ranks; affinities from the HNSW k-NN are the
+// same on every rank count (each rank builds the graph over all rows, queries its own).
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <random>
 #include <vector>
 
+#include "embed/affinity.hpp"
 #include "embed/pca.hpp"
 #include "embed/quality.hpp"
 #include "embed/tsne.hpp"
@@ -86,5 +88,31 @@ TEST(EmbedMpi, DistributedTsneSeparatesAndIsDeterministic) {
     EXPECT_NEAR(qd.knn_preservation, qs.knn_preservation, 1e-12);
     EXPECT_NEAR(qd.trustworthiness, qs.trustworthiness, 1e-12);
     EXPECT_GT(qd.trustworthiness, 0.8);
+  }
+}
+
+TEST(EmbedMpi, HnswAffinitiesAreTheOneRankAffinities) {
+  Comm world = Comm::world();
+  const int64_t N = 700, D = 8;
+  std::vector<float> X = blobs(N, D, 3, nullptr);
+  const Range own = block_range(N, world.rank(), world.size());
+  std::vector<int32_t> dist_knn, one_knn;
+  int64_t k = 0;
+  KnnMethod used = KnnMethod::Auto;
+  SparseRows dist =
+      build_affinities(world, X.data(), N, D, 10.0, own, &dist_knn, &k, KnnMethod::Hnsw, &used);
+  EXPECT_EQ(used, KnnMethod::Hnsw);
+  SparseRows one = build_affinities(Comm(MPI_COMM_SELF), X.data(), N, D, 10.0, {0, N}, &one_knn,
+                                    nullptr, KnnMethod::Hnsw);
+  ASSERT_EQ(int64_t(dist_knn.size()), own.size() * k);
+  for (int64_t t = 0; t < own.size() * k; ++t)
+    ASSERT_EQ(dist_knn[t], one_knn[own.begin * k + t]) << "entry " << t;
+  for (int64_t r = 0; r < own.size(); ++r) {
+    const int64_t g = own.begin + r;
+    ASSERT_EQ(dist.ptr[r + 1] - dist.ptr[r], one.ptr[g + 1] - one.ptr[g]) << "row " << g;
+    for (int64_t e = 0; e < dist.ptr[r + 1] - dist.ptr[r]; ++e) {
+      EXPECT_EQ(dist.col[dist.ptr[r] + e], one.col[one.ptr[g] + e]);
+      EXPECT_EQ(dist.val[dist.ptr[r] + e], one.val[one.ptr[g] + e]);
+    }
   }
 }
