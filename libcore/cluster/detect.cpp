@@ -11,59 +11,55 @@
 
 namespace sieve::cluster {
 
-Detection detect_knn_vote(const Comm& comm, const float* x, int64_t n, int d,
-                          const int32_t* labels, int k, double threshold) {
-  SIEVE_CHECK(k >= 1 && int64_t(k) < n, "knn detector: k = ", k, " needs 1 <= k < samples (",
-              n, ")");
-  // Cosine distance: the penultimate features of a ReLU network differ mostly in scale
-  // between easy and hard samples, which should not decide who the neighbours are.
-  std::vector<float> xn(size_t(n) * d);
-  for (int64_t i = 0; i < n; ++i) {
-    double s = 0;
-    for (int j = 0; j < d; ++j) s += double(x[i * d + j]) * x[i * d + j];
-    const float inv = s > 0 ? float(1.0 / std::sqrt(s)) : 0.0f;
-    for (int j = 0; j < d; ++j) xn[size_t(i) * d + j] = x[i * d + j] * inv;
-  }
-  Range r = block_range(n, comm.rank(), comm.size());
-  std::vector<int32_t> idx(size_t(r.size()) * k);
-  std::vector<float> d2(size_t(r.size()) * k);
-  if (r.size() > 0) embed::knn_exact(xn.data(), n, d, k, r.begin, r.end, idx.data(), d2.data());
-  Detection det;
-  det.method = "knn";
-  det.inputs = "penultimate features (cosine k-NN)";
-  det.score.assign(size_t(n), 0.0f);
-  for (int64_t q = 0; q < r.size(); ++q) {
-    int disagree = 0;
-    for (int j = 0; j < k; ++j)
-      if (labels[idx[size_t(q) * k + j]] != labels[r.begin + q]) ++disagree;
-    det.score[size_t(r.begin + q)] = float(disagree) / float(k);
-  }
-  comm.allreduce_sum(det.score.data(), det.score.size());  // disjoint rows: the sum gathers
-  det.flag.resize(size_t(n));
-  for (int64_t i = 0; i < n; ++i) det.flag[size_t(i)] = double(det.score[size_t(i)]) > threshold;
-  return det;
+namespace {
+
+// The labels must index the probabilities' columns (checked on the whole labels, so every
+// rank fails alike).
+void check_labels(const int32_t* labels, int64_t n, int classes) {
+  for (int64_t i = 0; i < n; ++i)
+    SIEVE_CHECK(labels[i] >= 0 && labels[i] < classes, "confident detector: label ", labels[i],
+                " of row ", i, " is outside the ", classes, " classes of the probabilities");
 }
 
-Detection detect_confident(const float* p, int64_t n, int classes, const int32_t* labels) {
-  // Per-class threshold: the mean self-confidence of the samples given that label.
+// rows == nullptr: the rows of p are 0..m-1 and comm is null (one process).
+Detection confident(const Comm* comm, const float* p, const int64_t* rows, int64_t m, int classes,
+                    int64_t n, const int32_t* labels) {
+  check_labels(labels, n, classes);
+  auto row_of = [&](int64_t q) { return rows ? rows[q] : q; };
+  // Per-class threshold: the mean self-confidence of the samples given that label. The sums
+  // run along the ranks in order (rank r continues rank r-1's), not as an allreduce: the same
+  // additions in the same order as on one rank, so the thresholds are bit-identical on any
+  // rank count.
+  const bool ranks = comm && comm->size() > 1;
+  constexpr int kTag = 4711;
   std::vector<double> sum(size_t(classes), 0.0);
   std::vector<int64_t> cnt(size_t(classes), 0);
-  for (int64_t i = 0; i < n; ++i) {
-    const int y = labels[i];
-    SIEVE_CHECK(y >= 0 && y < classes, "confident detector: label ", y, " of row ", i,
-                " is outside the ", classes, " classes of the probabilities");
-    sum[size_t(y)] += p[i * classes + y];
+  if (ranks && comm->rank() > 0)
+    SIEVE_MPI_CHECK(MPI_Recv(sum.data(), classes, MPI_DOUBLE, comm->rank() - 1, kTag, comm->raw(),
+                             MPI_STATUS_IGNORE));
+  for (int64_t q = 0; q < m; ++q) {
+    const int y = labels[row_of(q)];
+    sum[size_t(y)] += p[q * classes + y];
     ++cnt[size_t(y)];
   }
+  if (ranks) {
+    if (comm->rank() + 1 < comm->size())
+      SIEVE_MPI_CHECK(
+          MPI_Send(sum.data(), classes, MPI_DOUBLE, comm->rank() + 1, kTag, comm->raw()));
+    comm->bcast(sum.data(), sum.size(), comm->size() - 1);
+    comm->allreduce_sum(cnt.data(), cnt.size());
+  }
   std::vector<double> t(size_t(classes), 0.0);
-  for (int c = 0; c < classes; ++c) t[size_t(c)] = cnt[size_t(c)] ? sum[size_t(c)] / cnt[size_t(c)] : 1.0;
+  for (int c = 0; c < classes; ++c)
+    t[size_t(c)] = cnt[size_t(c)] ? sum[size_t(c)] / cnt[size_t(c)] : 1.0;
   Detection det;
   det.method = "confident";
   det.inputs = "class probabilities (confident joint)";
-  det.score.resize(size_t(n));
-  det.flag.resize(size_t(n));
-  for (int64_t i = 0; i < n; ++i) {
-    const float* pi = p + i * classes;
+  det.score.assign(size_t(n), 0.0f);
+  det.flag.assign(size_t(n), 0);
+  for (int64_t q = 0; q < m; ++q) {
+    const float* pi = p + q * classes;
+    const int64_t i = row_of(q);
     const int y = labels[i];
     int best = -1;
     float other = -1.0f;
@@ -74,11 +70,26 @@ Detection detect_confident(const float* p, int64_t n, int classes, const int32_t
     det.flag[size_t(i)] = best >= 0 && best != y;
     det.score[size_t(i)] = classes > 1 ? other - pi[y] : 0.0f;
   }
+  if (ranks) {  // disjoint rows: the sums gather
+    comm->allreduce_sum(det.score.data(), det.score.size());
+    comm->allreduce_sum(det.flag.data(), det.flag.size());
+  }
   return det;
 }
 
-std::vector<float> core_distance_per_class(const float* x, int64_t n, int d,
-                                           const int32_t* labels, int min_samples) {
+}  // namespace
+
+Detection detect_confident(const Comm& comm, const RowShare& probs, int64_t n,
+                           const int32_t* labels) {
+  return confident(&comm, probs.x.data(), probs.rows.data(), probs.size(), probs.width, n, labels);
+}
+
+Detection detect_confident(const float* p, int64_t n, int classes, const int32_t* labels) {
+  return confident(nullptr, p, nullptr, n, classes, n, labels);
+}
+
+std::vector<float> core_distance_per_class(const float* x, int64_t n, int d, const int32_t* labels,
+                                           int min_samples) {
   std::unordered_map<int32_t, std::vector<int64_t>> rows;
   for (int64_t i = 0; i < n; ++i) rows[labels[i]].push_back(i);
   std::vector<float> score(size_t(n), -1.0f);

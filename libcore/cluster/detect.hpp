@@ -31,24 +31,52 @@ namespace sieve::cluster {
 
 struct Detection {
   std::string method;
-  std::vector<float> score;    // [n], higher = more suspicious
-  std::vector<uint8_t> flag;   // [n], 1 = flagged as noise
-  std::string inputs;          // what it looked at, for the report ("t-SNE embedding", ...)
+  std::vector<float> score;   // [n], higher = more suspicious
+  std::vector<uint8_t> flag;  // [n], 1 = flagged as noise
+  std::string inputs;         // what it looked at, for the report ("t-SNE embedding", ...)
 };
 
-// k-NN label vote over L2-normalised features x [n, d]. Query rows are split over the
-// ranks; every rank gets the whole result. Needs n > k.
-Detection detect_knn_vote(const Comm& comm, const float* x, int64_t n, int d,
-                          const int32_t* labels, int k, double threshold);
+// One rank's share of a row-distributed input [n, width] (features or probabilities), for
+// inputs too large for every rank to hold whole (1 M x 512 features are 2 GB): the rows it
+// holds and, for each, its global row number (the row of the labels and of the result).
+// The shares of the ranks are disjoint and together cover all n rows, in any order. Sums
+// over rows run in (rank, position) order, so results are the same on any rank count when
+// the ranks hold consecutive pieces of one fixed sequence of rows (block_range over a
+// file's rows, as cluster_filter reads them).
+struct RowShare {
+  std::vector<float> x;       // [rows.size(), width]
+  std::vector<int64_t> rows;  // [m] global rows, 0 <= row < n
+  int width = 0;
+  int64_t size() const { return int64_t(rows.size()); }
+};
 
-// Confident learning over probabilities p [n, classes] (rows sum to 1).
+// k-NN label vote over the L2-normalised features (normalised in place). No rank holds all
+// features: each keeps its own rows as queries and meets every other rank's rows as
+// references, streamed to it in pieces of a few MiB (shifted pairwise exchange, the next
+// piece's transfer overlapping the current GEMM); each query keeps a running top-k. Ties
+// in distance go to the smaller global row on every rank count. labels [n] and the result
+// ([n] score and flag) are whole on every rank. Needs n > k. piece_bytes: the size of one
+// message of reference rows (at least one row; tests pass a small one).
+inline constexpr int64_t kKnnPieceBytes = int64_t(16) << 20;
+Detection detect_knn_vote(const Comm& comm, RowShare& features, int64_t n, const int32_t* labels,
+                          int k, double threshold, int64_t piece_bytes = kKnnPieceBytes);
+// The same over x [n, d] held whole by every rank (each rank takes its block of rows).
+Detection detect_knn_vote(const Comm& comm, const float* x, int64_t n, int d, const int32_t* labels,
+                          int k, double threshold);
+
+// Confident learning over row-distributed probabilities (rows sum to 1): per-class
+// thresholds from sums passed along the ranks in order, each rank decides its own rows;
+// labels [n] and the result are whole on every rank.
+Detection detect_confident(const Comm& comm, const RowShare& probs, int64_t n,
+                           const int32_t* labels);
+// Confident learning over probabilities p [n, classes] held whole (one process).
 Detection detect_confident(const float* p, int64_t n, int classes, const int32_t* labels);
 
 // DBSCAN's core distance per sample within its class (the score of the dbscan detector):
 // distance to the (min_samples-1)'th nearest other sample of the same class. A class too
 // small to hold a core point (DBSCAN calls all of it noise) scores the run's largest value.
-std::vector<float> core_distance_per_class(const float* x, int64_t n, int d,
-                                           const int32_t* labels, int min_samples);
+std::vector<float> core_distance_per_class(const float* x, int64_t n, int d, const int32_t* labels,
+                                           int min_samples);
 
 // ---- scoring against ground truth ----
 

@@ -1,12 +1,11 @@
 #include "cluster/program.hpp"
 
-#include <cmath>
 #include <filesystem>
 #include <map>
-#include <unordered_map>
 
 #include "cluster/detect.hpp"
 #include "cluster/filter.hpp"
+#include "cluster/inputs.hpp"
 #include "config/sections.hpp"
 #include "io/atomic_output.hpp"
 #include "io/h5.hpp"
@@ -17,97 +16,6 @@
 namespace sieve::cluster {
 
 namespace {
-
-struct Input {
-  std::vector<float> x;  // [n, d]
-  std::vector<int32_t> labels;
-  std::vector<int64_t> ids;
-  int64_t n = 0;
-  int d = 0;
-};
-
-void check_finite(const std::vector<float>& x, int d, const std::string& where) {
-  for (size_t i = 0; i < x.size(); ++i)
-    SIEVE_CHECK(std::isfinite(x[i]), where, " row ", i / size_t(d), " column ", i % size_t(d),
-                " is NaN or infinite (", x[i], ")");
-}
-
-Input read_input(const std::string& path, const std::string& dataset) {
-  h5::File f = h5::File::open(path);
-  SIEVE_CHECK(f.has_attr("/", "schema"), path,
-              ": not a Sieve file (no 'schema' attribute); expected ", schema::kEmbedding, ", ",
-              schema::kFeatures, " or ", schema::kDataset);
-  std::string s = f.attr_string("/", "schema");
-  SIEVE_CHECK(s == schema::kEmbedding || s == schema::kFeatures || s == schema::kDataset, path,
-              ": schema '", s, "', expected ", schema::kEmbedding, ", ", schema::kFeatures, " or ",
-              schema::kDataset);
-  std::string group = dataset.substr(0, dataset.find_last_of('/'));
-  std::string labels = group + "/labels", ids = group + "/sample_id";
-  SIEVE_CHECK(f.exists(dataset), path, ": no dataset '", dataset,
-              "' (choose one with --input-dataset or filter.input_dataset)");
-  SIEVE_CHECK(f.exists(labels), path, ": missing dataset '", labels, "' (int32 [N] class labels)");
-  SIEVE_CHECK(f.exists(ids), path, ": missing dataset '", ids, "' (int64 [N] sample ids)");
-  auto dims = f.require<float>(dataset, 2);
-  auto ldims = f.require<int32_t>(labels, 1);
-  auto idims = f.require<int64_t>(ids, 1);
-  SIEVE_CHECK(ldims[0] == dims[0] && idims[0] == dims[0], path, ": mismatched lengths: ", dataset,
-              " has ", dims[0], " rows, ", labels, " ", ldims[0], ", ", ids, " ", idims[0]);
-  Input in;
-  in.n = int64_t(dims[0]);
-  in.d = int(dims[1]);
-  SIEVE_CHECK(in.n > 0, path, ": ", dataset, " is empty (0 samples)");
-  SIEVE_CHECK(in.d > 0, path, ": ", dataset, " has 0 columns");
-  in.x = f.read_all<float>(dataset);
-  in.labels = f.read_all<int32_t>(labels);
-  in.ids = f.read_all<int64_t>(ids);
-  check_finite(in.x, in.d, path + ": " + dataset);
-  for (int64_t i = 0; i < in.n; ++i)
-    SIEVE_CHECK(in.labels[i] >= 0, path, ": ", labels, " row ", i, " is negative (", in.labels[i],
-                "); expected class indices >= 0");
-  return in;
-}
-
-// The features file's /train/features and /train/probs, reordered to the input's rows.
-struct FeatureInputs {
-  std::vector<float> feats, probs;  // [n, F], [n, C] (empty when absent)
-  int F = 0, C = 0;
-};
-
-FeatureInputs read_features(const std::string& path, const Input& in) {
-  h5::File f = h5::File::open(path);
-  h5::require_schema(f, schema::kFeatures);
-  auto ids = f.read_all<int64_t>("/train/sample_id");
-  auto labels = f.read_all<int32_t>("/train/labels");
-  std::unordered_map<int64_t, int64_t> row_of;
-  row_of.reserve(ids.size());
-  for (size_t i = 0; i < ids.size(); ++i)
-    SIEVE_CHECK(row_of.emplace(ids[i], int64_t(i)).second, path,
-                ": /train/sample_id has the id ", ids[i], " twice");
-  std::vector<int64_t> src(size_t(in.n));
-  for (int64_t i = 0; i < in.n; ++i) {
-    auto it = row_of.find(in.ids[size_t(i)]);
-    SIEVE_CHECK(it != row_of.end(), path, ": no /train/sample_id ", in.ids[size_t(i)],
-                " (the embedding's sample; were they made from different datasets?)");
-    SIEVE_CHECK(labels[size_t(it->second)] == in.labels[size_t(i)], path, ": sample id ",
-                in.ids[size_t(i)], " has label ", labels[size_t(it->second)],
-                " here but ", in.labels[size_t(i)], " in the embedding");
-    src[size_t(i)] = it->second;
-  }
-  FeatureInputs out;
-  auto gather = [&](const std::string& name, int& width, std::vector<float>& dst) {
-    if (!f.exists(name)) return;
-    width = int(f.require<float>(name, 2)[1]);
-    auto all = f.read_all<float>(name);
-    check_finite(all, width, path + ": " + name);
-    dst.resize(size_t(in.n) * width);
-    for (int64_t i = 0; i < in.n; ++i)
-      std::copy_n(all.data() + size_t(src[size_t(i)]) * width, width,
-                  dst.data() + size_t(i) * width);
-  };
-  gather("/train/features", out.F, out.feats);
-  gather("/train/probs", out.C, out.probs);
-  return out;
-}
 
 std::vector<ClassRow> table_of(const std::vector<uint8_t>& flag, const std::vector<int32_t>& lab) {
   std::map<int32_t, ClassRow> rows;
@@ -148,7 +56,8 @@ void write_detector(h5::File& f, const Detection& d, const DetectionScore* s) {
   f.set_attr(g, "hits", s->hits);
   f.set_attr(g, "truth", s->truth);
   std::vector<float> pr;
-  for (const auto& p : s->curve) pr.insert(pr.end(), {p.threshold, float(p.precision), float(p.recall)});
+  for (const auto& p : s->curve)
+    pr.insert(pr.end(), {p.threshold, float(p.precision), float(p.recall)});
   f.create_dataset<float>(g + "/pr", {hsize_t(s->curve.size()), 3});
   if (!s->curve.empty()) f.write_rows<float>(g + "/pr", 0, s->curve.size(), pr.data());
 }
@@ -182,14 +91,15 @@ void cluster_filter_main(ToolContext& ctx) {
   std::string dataset = ctx.has_flag("input-dataset") ? ctx.flag("input-dataset")
                                                       : ctx.cfg.get_string("filter.input_dataset");
   if (dataset.empty() || dataset[0] != '/') dataset = "/" + dataset;
-  const std::string truth = path_flag(
-      "truth", std::filesystem::exists(paths.dataset()) ? paths.dataset() : "", true);
+  const std::string truth =
+      path_flag("truth", std::filesystem::exists(paths.dataset()) ? paths.dataset() : "", true);
   const std::string features = path_flag(
       "features", std::filesystem::exists(paths.features()) ? paths.features() : "", true);
   FilterOptions opt = filter_options(ctx.cfg);
   const int knn_k = int(ctx.cfg.get_int("filter.knn.k"));
   const double knn_threshold = ctx.cfg.get_float("filter.knn.threshold");
-  const bool method_clusters = opt.method == "dbscan" || opt.method == "gmm" || opt.method == "kmeans";
+  const bool method_clusters =
+      opt.method == "dbscan" || opt.method == "gmm" || opt.method == "kmeans";
   if (!method_clusters && features.empty())
     throw UsageError(cat("filter.method=", opt.method, ": needs the features file (",
                          paths.features(), " or --features FILE)"));
@@ -226,10 +136,13 @@ void cluster_filter_main(ToolContext& ctx) {
     }
   }
   const bool compare = !truth_flags.empty() && ctx.cfg.get_bool("filter.compare");
-  FeatureInputs fin;
+  // The features and probabilities are row-distributed (inputs.hpp); only what a detector
+  // that runs needs is read.
+  FeatureShares fin;
   if (!features.empty() && (!method_clusters || compare)) {
     if (features != input) same_dataset(features);
-    fin = read_features(features, in);
+    fin = read_feature_shares(ctx.comm, features, in.ids, in.labels, opt.method == "knn" || compare,
+                              opt.method == "confident" || compare);
   }
 
   // The detectors to run: the chosen one, and with ground truth the reference set.
@@ -259,17 +172,20 @@ void cluster_filter_main(ToolContext& ctx) {
   };
   if (method_clusters) run_cluster_method(opt.method);
   if (compare && opt.method != "dbscan") run_cluster_method("dbscan");
-  if ((opt.method == "knn" || compare) && !fin.feats.empty())
-    dets.push_back(detect_knn_vote(ctx.comm, fin.feats.data(), in.n, fin.F, in.labels.data(),
-                                   knn_k, knn_threshold));
-  if (opt.method == "knn" && fin.feats.empty())
+  if (opt.method == "knn" && fin.feats.width == 0)
     throw UsageError(cat(features, ": no /train/features for filter.method=knn"));
-  if ((opt.method == "confident" || compare) && !fin.probs.empty())
-    dets.push_back(detect_confident(fin.probs.data(), in.n, fin.C, in.labels.data()));
-  if (opt.method == "confident" && fin.probs.empty())
-    throw UsageError(cat(features, ": no /train/probs for filter.method=confident (written by "
+  if ((opt.method == "knn" || compare) && fin.feats.width > 0) {
+    dets.push_back(
+        detect_knn_vote(ctx.comm, fin.feats, in.n, in.labels.data(), knn_k, knn_threshold));
+    fin.feats = RowShare();  // the largest input: free it for the rest
+  }
+  if ((opt.method == "confident" || compare) && fin.probs.width > 0)
+    dets.push_back(detect_confident(ctx.comm, fin.probs, in.n, in.labels.data()));
+  if (opt.method == "confident" && fin.probs.width == 0)
+    throw UsageError(cat(features,
+                         ": no /train/probs for filter.method=confident (written by "
                          "extract_features)"));
-  if (compare && fin.probs.empty())
+  if (compare && fin.probs.width == 0)
     log::infof("no class probabilities in ", features.empty() ? "(no features file)" : features,
                ": the confident detector is not compared");
 
@@ -279,7 +195,8 @@ void cluster_filter_main(ToolContext& ctx) {
   SIEVE_CHECK(chosen, "filter.method=", opt.method, ": detector did not run");
   std::vector<uint8_t> keep(size_t(in.n));
   for (int64_t i = 0; i < in.n; ++i) keep[size_t(i)] = !chosen->flag[size_t(i)];
-  std::vector<ClassRow> table = method_clusters ? clustered.table : table_of(chosen->flag, in.labels);
+  std::vector<ClassRow> table =
+      method_clusters ? clustered.table : table_of(chosen->flag, in.labels);
   std::vector<uint8_t> random_keep = random_keep_mask(in.labels.data(), in.n, table, opt.seed);
   std::vector<int32_t> cluster_ids = have_clusters ? clustered.cluster : std::vector<int32_t>();
   if (!method_clusters) {  // no clusters: -1 marks the flagged samples, 0 the kept ones
@@ -289,8 +206,8 @@ void cluster_filter_main(ToolContext& ctx) {
   }
   int64_t removed = 0;
   for (auto k : keep) removed += !k;
-  log::infof("detector ", opt.method, ": ", removed, " of ", in.n,
-             " samples flagged as noise (", 100.0 * double(removed) / double(in.n), " %)");
+  log::infof("detector ", opt.method, ": ", removed, " of ", in.n, " samples flagged as noise (",
+             100.0 * double(removed) / double(in.n), " %)");
   log::info("per-class table:\n" + format_table(table));
 
   std::vector<DetectionScore> scores;
@@ -299,8 +216,8 @@ void cluster_filter_main(ToolContext& ctx) {
     scores.push_back(score_detection(d, truth_flags));
     const auto& s = scores.back();
     log::infof("detector ", d.method, " vs ground truth: precision ", s.precision, ", recall ",
-               s.recall, ", F1 ", s.f1, ", average precision ", s.average_precision, " (",
-               s.hits, " of ", s.flagged, " flagged are noise; ", s.truth, " noisy)");
+               s.recall, ", F1 ", s.f1, ", average precision ", s.average_precision, " (", s.hits,
+               " of ", s.flagged, " flagged are noise; ", s.truth, " noisy)");
   }
 
   on_root_agreed(ctx.comm, [&] {

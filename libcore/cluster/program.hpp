@@ -7,6 +7,11 @@
 // /train/noise_truth and filter.compare is on, the reference detectors (dbscan, knn,
 // confident) all run and each is scored against the truth (docs/formats.md,
 // sieve.filter/1, group /detectors).
+//
+// Ranks: the features and probabilities are row-distributed (a block of rows a rank, never
+// gathered); the small per-sample things (labels, ids, the embedding, scores, masks) are
+// whole on every rank; rank 0 writes the file (inputs.hpp, docs/cluster.md "Ranks and
+// memory").
 #pragma once
 #include "config/tool.hpp"
 

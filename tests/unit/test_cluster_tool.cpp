@@ -78,11 +78,49 @@ void write_truth(const std::string& path, const Synthetic& s) {
 // The reference method on an embedding; the default (knn) needs a features file.
 const std::string kDbscan = " --set filter.method=dbscan";
 
-int run(const std::string& args, std::string* out = nullptr) {
+// ranks > 0: under mpirun with that many ranks.
+int run(const std::string& args, std::string* out = nullptr, int ranks = 0) {
   std::string o;
-  int rc = test::run_command(test::tool_path("cluster_filter") + " " + args, &o);
+  int rc = test::run_command((ranks > 0 ? test::mpirun_prefix(ranks) : std::string()) +
+                                 test::tool_path("cluster_filter") + " " + args,
+                             &o);
   if (out) *out = o;
   return rc;
+}
+
+// The compare inputs in `dir`: feat.h5 (features and class probabilities, rows reversed),
+// emb.h5 (the 2-D embedding) and data.h5 (the truth), all joined on sample id.
+// Features: class directions in 6-D; the background rows sit in another class's direction
+// (as a mislabelled image would), and the probabilities say so too. nan_row >= 0 puts a
+// NaN into that row of the features file.
+void write_compare_inputs(const std::string& dir, const Synthetic& s, int64_t nan_row = -1) {
+  const int F = 6, C = 3;
+  std::mt19937_64 rng(11);
+  std::normal_distribution<float> N(0, 0.1f);
+  std::vector<float> feats, probs;
+  for (size_t i = 0; i < s.labels.size(); ++i) {
+    const int looks_like = s.noise[i] ? (s.labels[i] + 1) % C : s.labels[i];
+    for (int j = 0; j < F; ++j) feats.push_back((j == looks_like ? 1.0f : 0.0f) + N(rng));
+    for (int j = 0; j < C; ++j) probs.push_back(j == looks_like ? 0.8f : 0.1f);
+  }
+  std::vector<int64_t> rev_ids(s.ids.rbegin(), s.ids.rend());
+  std::vector<int32_t> rev_labels(s.labels.rbegin(), s.labels.rend());
+  auto reverse_rows = [](const std::vector<float>& v, int w) {
+    std::vector<float> out;
+    for (size_t r = v.size() / w; r-- > 0;)
+      out.insert(out.end(), v.begin() + r * w, v.begin() + (r + 1) * w);
+    return out;
+  };
+  std::vector<float> file_feats = reverse_rows(feats, F);
+  if (nan_row >= 0) file_feats[size_t(nan_row * F + 2)] = std::nanf("");
+  write_embedding(dir + "/feat.h5", file_feats, F, rev_labels, rev_ids, schema::kFeatures,
+                  "/train/features");
+  {
+    h5::File f = h5::File::open_rw(dir + "/feat.h5");
+    put(f, "/train/probs", reverse_rows(probs, C), {hsize_t(s.labels.size()), hsize_t(C)});
+  }
+  write_embedding(dir + "/emb.h5", s.x, 2, s.labels, s.ids);
+  write_truth(dir + "/data.h5", s);
 }
 
 }  // namespace
@@ -93,10 +131,11 @@ TEST(ClusterFilterTool, DbscanOnBlobsWithInjectedNoise) {
   write_embedding(dir + "/emb.h5", s.x, 2, s.labels, s.ids);
   write_truth(dir + "/data.h5", s);
   std::string log;
-  ASSERT_EQ(run("--input " + dir + "/emb.h5 --truth " + dir + "/data.h5 --output " + dir +
-                    "/filter.h5 --set filter.dbscan.eps=0.3 --set filter.dbscan.min_samples=5" + kDbscan,
-                &log),
-            0)
+  ASSERT_EQ(
+      run("--input " + dir + "/emb.h5 --truth " + dir + "/data.h5 --output " + dir +
+              "/filter.h5 --set filter.dbscan.eps=0.3 --set filter.dbscan.min_samples=5" + kDbscan,
+          &log),
+      0)
       << log;
   EXPECT_NE(log.find("removed %"), std::string::npos) << log;  // the table is printed
   h5::File f = h5::File::open(dir + "/filter.h5");
@@ -177,7 +216,8 @@ TEST(ClusterFilterTool, AutoEpsGmmKmeansAndFeatureInput) {
   std::string log;
   ASSERT_EQ(run(base + "--output " + dir +
                     "/auto.h5 --set filter.dbscan.auto_eps=true "
-                    "--set filter.dbscan.min_samples=5" + kDbscan,
+                    "--set filter.dbscan.min_samples=5" +
+                    kDbscan,
                 &log),
             0)
       << log;
@@ -229,32 +269,7 @@ TEST(ClusterFilterTool, AutoEpsGmmKmeansAndFeatureInput) {
 TEST(ClusterFilterTool, KnnDefaultComparesEveryDetectorAgainstTheTruth) {
   std::string dir = test::scratch_dir("cluster_tool_compare");
   Synthetic s = make_synthetic(3, 300, 4);  // the 2-D embedding (5 % background)
-  // Features: class directions in 6-D; the background rows sit in another class's
-  // direction (as a mislabelled image would), and the probabilities say so too.
-  const int F = 6, C = 3;
-  std::mt19937_64 rng(11);
-  std::normal_distribution<float> N(0, 0.1f);
-  std::vector<float> feats, probs;
-  for (size_t i = 0; i < s.labels.size(); ++i) {
-    const int looks_like = s.noise[i] ? (s.labels[i] + 1) % C : s.labels[i];
-    for (int j = 0; j < F; ++j) feats.push_back((j == looks_like ? 1.0f : 0.0f) + N(rng));
-    for (int j = 0; j < C; ++j) probs.push_back(j == looks_like ? 0.8f : 0.1f);
-  }
-  std::vector<int64_t> rev_ids(s.ids.rbegin(), s.ids.rend());
-  std::vector<int32_t> rev_labels(s.labels.rbegin(), s.labels.rend());
-  auto reverse_rows = [](const std::vector<float>& v, int w) {
-    std::vector<float> out;
-    for (size_t r = v.size() / w; r-- > 0;) out.insert(out.end(), v.begin() + r * w, v.begin() + (r + 1) * w);
-    return out;
-  };
-  write_embedding(dir + "/feat.h5", reverse_rows(feats, F), F, rev_labels, rev_ids,
-                  schema::kFeatures, "/train/features");
-  {
-    h5::File f = h5::File::open_rw(dir + "/feat.h5");
-    put(f, "/train/probs", reverse_rows(probs, C), {hsize_t(s.labels.size()), hsize_t(C)});
-  }
-  write_embedding(dir + "/emb.h5", s.x, 2, s.labels, s.ids);
-  write_truth(dir + "/data.h5", s);
+  write_compare_inputs(dir, s);
   std::string log;
   ASSERT_EQ(run("--input " + dir + "/emb.h5 --features " + dir + "/feat.h5 --truth " + dir +
                     "/data.h5 --output " + dir + "/filter.h5 --set filter.dbscan.eps=0.3",
@@ -347,4 +362,43 @@ TEST(ClusterFilterTool, BadInputGivesClearErrorsAndNoOutput) {
   // GMM with more components than a class has samples.
   expect_fail(good + " --set filter.method=gmm --set filter.gmm.components=100", 1,
               "filter.gmm.components");
+}
+
+// The features and probabilities are read in blocks, one a rank, and the detectors run
+// distributed: every detector's scores and flags, the keep mask and the table are the same
+// on 1, 2 and 3 ranks (rows of the features file in reverse order of the embedding's), and a
+// bad row that only one rank reads gives one error line from the job, once.
+TEST(ClusterFilterTool, SameResultOnOneTwoAndThreeRanks) {
+  std::string dir = test::scratch_dir("cluster_tool_ranks");
+  Synthetic s = make_synthetic(3, 200, 6);
+  write_compare_inputs(dir, s);
+  const std::string args = "--input " + dir + "/emb.h5 --features " + dir + "/feat.h5 --truth " +
+                           dir + "/data.h5 --set filter.dbscan.eps=0.3 --output " + dir;
+  std::string log;
+  ASSERT_EQ(run(args + "/np1.h5", &log), 0) << log;
+  h5::File one = h5::File::open(dir + "/np1.h5");
+  for (int np : {2, 3}) {
+    ASSERT_EQ(run(args + "/np" + std::to_string(np) + ".h5", &log, np), 0) << log;
+    h5::File f = h5::File::open(dir + "/np" + std::to_string(np) + ".h5");
+    for (std::string m : {"knn", "confident", "dbscan"}) {
+      const std::string g = "/detectors/" + m;
+      EXPECT_EQ(f.read_all<float>(g + "/score"), one.read_all<float>(g + "/score")) << m << np;
+      EXPECT_EQ(f.read_all<uint8_t>(g + "/flag"), one.read_all<uint8_t>(g + "/flag")) << m << np;
+    }
+    EXPECT_EQ(f.read_all<uint8_t>("/keep"), one.read_all<uint8_t>("/keep")) << np;
+    EXPECT_EQ(f.read_all<uint8_t>("/random_keep"), one.read_all<uint8_t>("/random_keep")) << np;
+    EXPECT_EQ(f.read_all<int64_t>("/per_class/noise"), one.read_all<int64_t>("/per_class/noise"));
+  }
+  // A NaN in the last row of the features file: on 2 ranks only rank 1 reads it.
+  const int64_t n = int64_t(s.labels.size());
+  write_compare_inputs(dir, s, n - 1);
+  for (int np : {1, 2}) {
+    const std::string out = dir + "/nan" + std::to_string(np) + ".h5";
+    EXPECT_EQ(run(args + "/nan" + std::to_string(np) + ".h5", &log, np), 1) << log;
+    const std::string needle = "/train/features row " + std::to_string(n - 1) + " column 2 is NaN";
+    const size_t at = log.find(needle);
+    EXPECT_NE(at, std::string::npos) << log;
+    EXPECT_EQ(log.find(needle, at + 1), std::string::npos) << "printed more than once: " << log;
+    EXPECT_FALSE(fs::exists(out));
+  }
 }

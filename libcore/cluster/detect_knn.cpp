@@ -1,0 +1,125 @@
+// The knn detector over row-distributed features (detect.hpp).
+//
+// Memory: a rank holds its own rows [m, d] (the queries, and its part of the references)
+// plus two message pieces (piece_bytes); nobody holds the whole [n, d]. Every rank needs
+// every other rank's rows once as references: in step s = 1..P-1 rank r sends its rows to
+// r+s and receives those of r-s (mod P), piece by piece, the next piece in flight while the
+// current one is merged into the running top-k lists. Sending from the owner each time (a
+// shifted pairwise exchange) rather than passing blocks along a ring keeps the memory at one
+// block plus the pieces: a ring forwards what it received, so it must hold a second block.
+#include <mpi.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "cluster/detect.hpp"
+#include "embed/knn.hpp"
+#include "util/error.hpp"
+
+namespace sieve::cluster {
+
+namespace {
+
+constexpr int kTag = 4712;
+
+// Cosine distance: the penultimate features of a ReLU network differ mostly in scale between
+// easy and hard samples, which should not decide who the neighbours are.
+void normalise_rows(float* x, int64_t m, int d) {
+  for (int64_t i = 0; i < m; ++i) {
+    float* xi = x + i * d;
+    double s = 0;
+    for (int j = 0; j < d; ++j) s += double(xi[j]) * xi[j];
+    const float inv = s > 0 ? float(1.0 / std::sqrt(s)) : 0.0f;
+    for (int j = 0; j < d; ++j) xi[j] *= inv;
+  }
+}
+
+}  // namespace
+
+Detection detect_knn_vote(const Comm& comm, RowShare& f, int64_t n, const int32_t* labels, int k,
+                          double threshold, int64_t piece_bytes) {
+  SIEVE_CHECK(k >= 1 && int64_t(k) < n, "knn detector: k = ", k, " needs 1 <= k < samples (", n,
+              ")");
+  SIEVE_CHECK(n <= std::numeric_limits<int32_t>::max(), "knn detector: ", n,
+              " samples; at most 2^31 - 1");
+  const int d = f.width;
+  const int64_t m = f.size();
+  SIEVE_ASSERT(d > 0 && f.x.size() == size_t(m) * size_t(d), "knn share: ", f.x.size(),
+               " values for ", m, " rows of ", d);
+  normalise_rows(f.x.data(), m, d);
+  // Who holds which rows: the global rows of every rank's share, in rank order ([n] int64).
+  const std::vector<int64_t> counts = comm.allgather<int64_t>(m);
+  const std::vector<int64_t> all_rows = comm.allgatherv(f.rows);
+  std::vector<int64_t> offset(counts.size() + 1, 0);
+  for (size_t r = 0; r < counts.size(); ++r) offset[r + 1] = offset[r] + counts[r];
+  SIEVE_ASSERT(offset.back() == n, "knn shares hold ", offset.back(), " rows of ", n);
+
+  std::vector<int32_t> idx(size_t(m) * k, -1);  // [m, k] running lists
+  std::vector<float> d2(size_t(m) * k, std::numeric_limits<float>::infinity());
+  const int P = comm.size(), me = comm.rank();
+  const int64_t piece = std::max<int64_t>(1, piece_bytes / (int64_t(sizeof(float)) * d));
+  std::vector<float> buf[2];  // [piece, d] each: the piece being merged, the next in flight
+  if (P > 1)
+    for (auto& b : buf)
+      b.resize(size_t(std::min(piece, *std::max_element(counts.begin(), counts.end()))) * d);
+  embed::knn_merge_block(f.x.data(), f.rows.data(), m, f.x.data(), f.rows.data(), m, d, k,
+                         idx.data(), d2.data());
+  for (int s = 1; s < P; ++s) {
+    const int dst = (me + s) % P, src = (me - s + P) % P;
+    std::vector<MPI_Request> sends;
+    for (int64_t a = 0; a < m; a += piece) {
+      sends.emplace_back();
+      SIEVE_MPI_CHECK(MPI_Isend(f.x.data() + a * d, int(std::min(piece, m - a) * d), MPI_FLOAT, dst,
+                                kTag, comm.raw(), &sends.back()));
+    }
+    const int64_t ms = counts[size_t(src)], pieces = (ms + piece - 1) / piece;
+    MPI_Request recv[2] = {MPI_REQUEST_NULL, MPI_REQUEST_NULL};
+    auto rows_of = [&](int64_t p) { return std::min(piece, ms - p * piece); };
+    auto post = [&](int64_t p) {
+      SIEVE_MPI_CHECK(MPI_Irecv(buf[p % 2].data(), int(rows_of(p) * d), MPI_FLOAT, src, kTag,
+                                comm.raw(), &recv[p % 2]));
+    };
+    if (pieces > 0) post(0);
+    for (int64_t p = 0; p < pieces; ++p) {
+      if (p + 1 < pieces) post(p + 1);
+      SIEVE_MPI_CHECK(MPI_Wait(&recv[p % 2], MPI_STATUS_IGNORE));
+      embed::knn_merge_block(f.x.data(), f.rows.data(), m, buf[p % 2].data(),
+                             all_rows.data() + offset[size_t(src)] + p * piece, rows_of(p), d, k,
+                             idx.data(), d2.data());
+    }
+    if (!sends.empty())
+      SIEVE_MPI_CHECK(MPI_Waitall(int(sends.size()), sends.data(), MPI_STATUSES_IGNORE));
+  }
+
+  Detection det;
+  det.method = "knn";
+  det.inputs = "penultimate features (cosine k-NN)";
+  det.score.assign(size_t(n), 0.0f);
+  for (int64_t q = 0; q < m; ++q) {
+    const int64_t i = f.rows[size_t(q)];
+    int disagree = 0;
+    for (int j = 0; j < k; ++j) {
+      const int32_t nb = idx[size_t(q) * k + j];
+      SIEVE_ASSERT(nb >= 0, "knn: row ", i, " has fewer than ", k, " neighbours");
+      disagree += labels[nb] != labels[i];
+    }
+    det.score[size_t(i)] = float(disagree) / float(k);
+  }
+  comm.allreduce_sum(det.score.data(), det.score.size());  // disjoint rows: the sum gathers
+  det.flag.resize(size_t(n));
+  for (int64_t i = 0; i < n; ++i) det.flag[size_t(i)] = double(det.score[size_t(i)]) > threshold;
+  return det;
+}
+
+Detection detect_knn_vote(const Comm& comm, const float* x, int64_t n, int d, const int32_t* labels,
+                          int k, double threshold) {
+  const Range r = block_range(n, comm.rank(), comm.size());
+  RowShare f;
+  f.width = d;
+  f.x.assign(x + r.begin * d, x + r.end * d);
+  for (int64_t i = r.begin; i < r.end; ++i) f.rows.push_back(i);
+  return detect_knn_vote(comm, f, n, labels, k, threshold);
+}
+
+}  // namespace sieve::cluster

@@ -1,0 +1,139 @@
+#include "cluster/inputs.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+
+#include "io/h5.hpp"
+#include "io/schemas.hpp"
+#include "util/error.hpp"
+
+namespace sieve::cluster {
+
+namespace {
+
+// x [rows, d] holds rows row0.. of `where`: the first NaN or infinity is an Error naming it.
+void check_finite(const std::vector<float>& x, int d, const std::string& where, int64_t row0 = 0) {
+  for (size_t i = 0; i < x.size(); ++i)
+    SIEVE_CHECK(std::isfinite(x[i]), where, " row ", row0 + int64_t(i / size_t(d)), " column ",
+                i % size_t(d), " is NaN or infinite (", x[i], ")");
+}
+
+// The row of the features file holding each input sample (joined on sample id).
+std::vector<int64_t> join_rows(const std::string& path, const std::vector<int64_t>& file_ids,
+                               const std::vector<int32_t>& file_labels,
+                               const std::vector<int64_t>& ids,
+                               const std::vector<int32_t>& labels) {
+  // Sorted (id, row) order instead of a hash map: a third of the memory at 1 M samples.
+  std::vector<int64_t> order(file_ids.size());
+  std::iota(order.begin(), order.end(), int64_t(0));
+  std::sort(order.begin(), order.end(), [&](int64_t a, int64_t b) {
+    return file_ids[size_t(a)] < file_ids[size_t(b)] ||
+           (file_ids[size_t(a)] == file_ids[size_t(b)] && a < b);
+  });
+  for (size_t t = 1; t < order.size(); ++t)
+    SIEVE_CHECK(file_ids[size_t(order[t])] != file_ids[size_t(order[t - 1])], path,
+                ": /train/sample_id has the id ", file_ids[size_t(order[t])], " twice");
+  std::vector<int64_t> row(ids.size());
+  for (size_t i = 0; i < ids.size(); ++i) {
+    auto it = std::lower_bound(order.begin(), order.end(), ids[i],
+                               [&](int64_t r, int64_t id) { return file_ids[size_t(r)] < id; });
+    SIEVE_CHECK(it != order.end() && file_ids[size_t(*it)] == ids[i], path,
+                ": no /train/sample_id ", ids[i],
+                " (the embedding's sample; were they made from different datasets?)");
+    SIEVE_CHECK(file_labels[size_t(*it)] == labels[i], path, ": sample id ", ids[i], " has label ",
+                file_labels[size_t(*it)], " here but ", labels[i], " in the embedding");
+    row[i] = *it;
+  }
+  return row;
+}
+
+}  // namespace
+
+Input read_input(const std::string& path, const std::string& dataset) {
+  h5::File f = h5::File::open(path);
+  SIEVE_CHECK(f.has_attr("/", "schema"), path,
+              ": not a Sieve file (no 'schema' attribute); expected ", schema::kEmbedding, ", ",
+              schema::kFeatures, " or ", schema::kDataset);
+  std::string s = f.attr_string("/", "schema");
+  SIEVE_CHECK(s == schema::kEmbedding || s == schema::kFeatures || s == schema::kDataset, path,
+              ": schema '", s, "', expected ", schema::kEmbedding, ", ", schema::kFeatures, " or ",
+              schema::kDataset);
+  std::string group = dataset.substr(0, dataset.find_last_of('/'));
+  std::string labels = group + "/labels", ids = group + "/sample_id";
+  SIEVE_CHECK(f.exists(dataset), path, ": no dataset '", dataset,
+              "' (choose one with --input-dataset or filter.input_dataset)");
+  SIEVE_CHECK(f.exists(labels), path, ": missing dataset '", labels, "' (int32 [N] class labels)");
+  SIEVE_CHECK(f.exists(ids), path, ": missing dataset '", ids, "' (int64 [N] sample ids)");
+  auto dims = f.require<float>(dataset, 2);
+  auto ldims = f.require<int32_t>(labels, 1);
+  auto idims = f.require<int64_t>(ids, 1);
+  SIEVE_CHECK(ldims[0] == dims[0] && idims[0] == dims[0], path, ": mismatched lengths: ", dataset,
+              " has ", dims[0], " rows, ", labels, " ", ldims[0], ", ", ids, " ", idims[0]);
+  Input in;
+  in.n = int64_t(dims[0]);
+  in.d = int(dims[1]);
+  SIEVE_CHECK(in.n > 0, path, ": ", dataset, " is empty (0 samples)");
+  SIEVE_CHECK(in.d > 0, path, ": ", dataset, " has 0 columns");
+  in.x = f.read_all<float>(dataset);
+  in.labels = f.read_all<int32_t>(labels);
+  in.ids = f.read_all<int64_t>(ids);
+  check_finite(in.x, in.d, path + ": " + dataset);
+  for (int64_t i = 0; i < in.n; ++i)
+    SIEVE_CHECK(in.labels[i] >= 0, path, ": ", labels, " row ", i, " is negative (", in.labels[i],
+                "); expected class indices >= 0");
+  return in;
+}
+
+FeatureShares read_feature_shares(const Comm& comm, const std::string& path,
+                                  const std::vector<int64_t>& ids,
+                                  const std::vector<int32_t>& labels, bool want_features,
+                                  bool want_probs) {
+  FeatureShares out;
+  if (!want_features && !want_probs) return out;
+  h5::File f = h5::File::open(path);
+  h5::require_schema(f, schema::kFeatures);
+  // The per-sample columns whole (every rank alike, so their errors are raised alike).
+  const auto file_ids = f.read_all<int64_t>("/train/sample_id");
+  const auto file_labels = f.read_all<int32_t>("/train/labels");
+  const int64_t rows = int64_t(file_ids.size());
+  SIEVE_CHECK(int64_t(file_labels.size()) == rows, path,
+              ": mismatched lengths: /train/sample_id has ", rows, " rows, /train/labels ",
+              file_labels.size());
+  const std::vector<int64_t> file_row = join_rows(path, file_ids, file_labels, ids, labels);
+  // This rank's block of the file's rows, and the input row of each (-1: not an input sample).
+  const Range block = block_range(rows, comm.rank(), comm.size());
+  std::vector<int64_t> input_row(size_t(block.size()), -1);
+  for (size_t i = 0; i < file_row.size(); ++i)
+    if (file_row[i] >= block.begin && file_row[i] < block.end)
+      input_row[size_t(file_row[i] - block.begin)] = int64_t(i);
+  auto read = [&](const std::string& name, RowShare& share) {
+    if (!f.exists(name)) return;
+    const auto dims = f.require<float>(name, 2);
+    SIEVE_CHECK(int64_t(dims[0]) == rows, path, ": mismatched lengths: ", name, " has ", dims[0],
+                " rows, /train/sample_id ", rows);
+    SIEVE_CHECK(dims[1] > 0, path, ": ", name, " has 0 columns");
+    const int w = int(dims[1]);
+    share.width = w;
+    // Only this rank sees its rows: agree on the outcome, so a NaN in one block is one line
+    // from one rank, not a hang or an abort.
+    agreed_step(comm, [&] {
+      share.x.resize(size_t(block.size()) * size_t(w));
+      f.read_rows<float>(name, hsize_t(block.begin), hsize_t(block.size()), share.x.data());
+      check_finite(share.x, w, path + ": " + name, block.begin);
+      int64_t kept = 0;  // drop the rows of samples the input does not hold, in place
+      for (int64_t q = 0; q < block.size(); ++q) {
+        if (input_row[size_t(q)] < 0) continue;
+        if (kept != q) std::copy_n(share.x.data() + q * w, w, share.x.data() + kept * w);
+        share.rows.push_back(input_row[size_t(q)]);
+        ++kept;
+      }
+      share.x.resize(size_t(kept) * size_t(w));
+    });
+  };
+  if (want_features) read("/train/features", out.feats);
+  if (want_probs) read("/train/probs", out.probs);
+  return out;
+}
+
+}  // namespace sieve::cluster

@@ -1,0 +1,50 @@
+// cluster_filter's inputs: the points to cluster (held whole by every rank) and the features
+// file's large matrices (row-distributed over the ranks).
+//
+// What a rank holds, and why: the per-sample things are small and every rank needs them
+// whole — labels and ids (N int32 + N int64), the 2-D t-SNE embedding that the per-class
+// DBSCAN clusters (N x 2 floats; DBSCAN deals classes or space to ranks and wants them all),
+// the detectors' scores and flags and the keep masks (N floats/bytes each): about 40 MB at
+// 1 M samples. The features ([N, F] floats: 2 GB at 1 M x 512) and the class probabilities
+// are read in blocks of rows, one block a rank, and never gathered (detect.hpp, RowShare).
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "cluster/detect.hpp"
+#include "comm/comm.hpp"
+
+namespace sieve::cluster {
+
+// The points to cluster with their labels and ids, whole on every rank.
+struct Input {
+  std::vector<float> x;  // [n, d]
+  std::vector<int32_t> labels;
+  std::vector<int64_t> ids;
+  int64_t n = 0;
+  int d = 0;
+};
+
+// `dataset` (float [N,d]) of an embedding, features or dataset file, with the `labels` and
+// `sample_id` next to it. Errors name the file and dataset (missing, wrong shape, empty,
+// mismatched lengths, NaN, negative labels).
+Input read_input(const std::string& path, const std::string& dataset);
+
+// This rank's share of the features file's /train/features and /train/probs.
+struct FeatureShares {
+  RowShare feats, probs;  // width 0: not asked for, or absent from the file
+};
+
+// Reads the features file at `path` for the samples `ids`/`labels` (the input's, whole on
+// every rank): rank r reads rows block_range(N, r, size) of each dataset asked for, keeps
+// the rows whose sample is in the input (in file order) and numbers them by the input's row
+// of that sample. The file's ids and labels are read whole (joined on sample id); a missing
+// or twice-present id, a label that differs from the input's, a wrong shape or a NaN is an
+// Error naming the file and dataset, raised alike on every rank (one line, once).
+FeatureShares read_feature_shares(const Comm& comm, const std::string& path,
+                                  const std::vector<int64_t>& ids,
+                                  const std::vector<int32_t>& labels, bool want_features,
+                                  bool want_probs);
+
+}  // namespace sieve::cluster
