@@ -2,8 +2,10 @@
 // and the choice between it and the exact search of knn.hpp for the t-SNE affinities.
 //
 // The exact search costs 2 N^2 D flops: 4.5 s at 50,000 x 50 on 2 cores, about 30 min at
-// 1,000,000. The HNSW graph (Malkov & Yashunin) answers a query in roughly log N distance
-// evaluations times ef_search; k = 90 neighbours of all N points then cost minutes at 1 M.
+// 1,000,000. The HNSW graph (Malkov & Yashunin) answers a query in roughly log N hops of
+// ef_search candidates each, so its cost grows as about N log N, but with a large constant
+// (random rows, cache misses): on 50-D clusters at recall >= 0.98 it catches up with the
+// exact search only near 1 M points (docs/embed.md).
 //
 // Determinism. hnswlib's graph depends on the insertion order and on each point's random
 // level; inserting from several threads makes both depend on the scheduling. The graph is
@@ -22,7 +24,8 @@ enum class KnnMethod { Auto, Exact, Hnsw };
 KnnMethod parse_knn_method(const std::string& name);  // "auto", "exact", "hnsw"
 const char* knn_method_name(KnnMethod m);
 
-// `auto` switches to HNSW from this many points on (measured crossover, docs/embed.md).
+// `auto` switches to HNSW from this many points on (the crossover estimated from
+// measurements at 100k and 200k, docs/embed.md).
 constexpr int64_t kHnswMinPoints = 1000000;
 // Auto -> Exact below kHnswMinPoints, Hnsw from there on; other methods unchanged.
 KnnMethod resolve_knn_method(KnnMethod m, int64_t N);
