@@ -88,11 +88,12 @@ void add_trainer_keys(ConfigSchema& s, const std::string& p, const std::string& 
   s.add_int(p + ".comm.max_staleness", 1,
             "parameter-server async: most recent updates a worker's weights may miss (0: sync)", 0,
             64);
-  s.add_string(p + ".comm.stale_compensation", "lookahead",
-               "parameter-server async: lookahead (workers compute on the point the weights "
-               "will reach when their update lands, predicted from the momentum; "
-               "docs/communication.md) or none (on the stale weights as they are)",
-               {"lookahead", "none"});
+  s.add_string(p + ".comm.stale_compensation", "local-gradient",
+               "parameter-server async: what workers compute on while k updates are in flight: "
+               "local-gradient (the true weights advanced by the in-flight rounds, each estimated "
+               "by the shard owner's own gradient), momentum (advanced by the momentum alone) or "
+               "none (the stale weights); docs/communication.md",
+               {"local-gradient", "momentum", "none"});
 }
 
 // Keys of the 'pretrain' section: the feature extractor (tools/pretrain).

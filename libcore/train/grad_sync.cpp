@@ -16,9 +16,10 @@ void check_comm_options(const CommOptions& o, const std::string& p) {
                          "': expected buckets, fusion-queue or parameter-server"));
   if (o.mode != "sync" && o.mode != "async")
     throw UsageError(cat(p, ".comm.mode '", o.mode, "': expected sync or async"));
-  if (o.stale_compensation != "lookahead" && o.stale_compensation != "none")
+  if (o.stale_compensation != "local-gradient" && o.stale_compensation != "momentum" &&
+      o.stale_compensation != "none")
     throw UsageError(cat(p, ".comm.stale_compensation '", o.stale_compensation,
-                         "': expected lookahead or none"));
+                         "': expected local-gradient, momentum or none"));
   if (o.mode == "async" && o.strategy != "parameter-server")
     throw UsageError(cat(p,
                          ".comm.mode async: only the parameter-server strategy has an "
@@ -34,9 +35,12 @@ std::unique_ptr<GradSync> make_grad_sync(const CommOptions& o, const Comm& comm,
     return std::make_unique<FusionQueue>(comm, grads, total, covered, o.cycle_ms,
                                          size_t(std::max(1.0, o.fusion_mb * 1048576.0)));
   if (o.strategy == "parameter-server")
-    return std::make_unique<ParamServer>(comm, grads, total, covered, o.servers, bucket_bytes,
-                                         o.mode == "async" ? std::max(0, o.max_staleness) : 0,
-                                         o.stale_compensation == "lookahead");
+    return std::make_unique<ParamServer>(
+        comm, grads, total, covered, o.servers, bucket_bytes,
+        o.mode == "async" ? std::max(0, o.max_staleness) : 0,
+        o.stale_compensation == "local-gradient" ? ParamServer::Compensation::LocalGradient
+        : o.stale_compensation == "momentum"     ? ParamServer::Compensation::Momentum
+                                                 : ParamServer::Compensation::None);
   return std::make_unique<GradReducer>(comm, grads, total, covered, bucket_bytes);
 }
 

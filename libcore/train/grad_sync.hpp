@@ -46,7 +46,8 @@ struct CommOptions {
   int servers = 1;                   // parameter-server: ranks owning a shard (<= ranks)
   std::string mode = "sync";         // parameter-server: sync | async (stale-synchronous)
   int max_staleness = 1;             // parameter-server async: updates a worker may miss
-  std::string stale_compensation = "lookahead";  // parameter-server async: lookahead | none
+  // parameter-server async: local-gradient | momentum | none (train/param_server.hpp)
+  std::string stale_compensation = "local-gradient";
 };
 void check_comm_options(const CommOptions& o, const std::string& prefix);
 

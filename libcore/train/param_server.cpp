@@ -39,11 +39,11 @@ std::vector<size_t> piece_cuts(const std::vector<size_t>& shards, size_t per) {
 
 ParamServer::ParamServer(const Comm& comm, float* grads, size_t total,
                          const std::vector<std::pair<size_t, size_t>>& covered, int servers,
-                         size_t piece_bytes, int max_staleness, bool lookahead)
+                         size_t piece_bytes, int max_staleness, Compensation compensation)
     : comm_(comm),
       grads_(grads),
       staleness_(comm.size() > 1 ? std::max(0, max_staleness) : 0),
-      lookahead_(lookahead && staleness_ > 0),
+      compensation_(staleness_ > 0 ? compensation : Compensation::None),
       shard_cuts_(shard_cuts(total, covered, std::clamp(servers, 1, comm.size()))),
       pieces_(piece_cuts(shard_cuts_, std::max<size_t>(1024, piece_bytes / sizeof(float))),
               covered) {
@@ -53,7 +53,9 @@ ParamServer::ParamServer(const Comm& comm, float* grads, size_t total,
   }
   pushed_.assign(pieces_.size(), 0);
   if (staleness_ > 0) slots_.assign(size_t(staleness_) + 2, std::vector<float>(total, 0.0f));
-  if (lookahead_) master_.assign(total, 0.0f);
+  if (compensation_ != Compensation::None) master_.assign(total, 0.0f);
+  if (compensation_ == Compensation::LocalGradient)
+    own_grads_.assign(slots_.size(), std::vector<float>(total, 0.0f));
   push_buf_ = grads_;
 }
 
@@ -77,6 +79,10 @@ void ParamServer::push(size_t p) {
   float* g = push_buf_ + pieces_.begin(p);
   if (push_buf_ != grads_) std::memcpy(g, grads_ + pieces_.begin(p), n * sizeof(float));
   const int root = piece_owner_[p];
+  // The owner's reduce sums into g in place: its own part is kept apart for the replay.
+  if (!own_grads_.empty() && root == comm_.rank())
+    std::memcpy(own_grads_[next_slot_].data() + pieces_.begin(p), grads_ + pieces_.begin(p),
+                n * sizeof(float));
   MPI_Request req;
   // The owner sums in place; the other ranks only send (their buffer keeps the local part).
   SIEVE_MPI_CHECK(MPI_Ireduce(comm_.rank() == root ? MPI_IN_PLACE : g,
@@ -126,21 +132,42 @@ void ParamServer::apply(const float* summed) {
     for (int s = 0; s < num_shards(); ++s) {
       if (owner(s) != comm_.rank()) continue;
       const size_t b = shard_begin(s), e = shard_begin(s + 1);
-      if (!lookahead_) {
+      if (compensation_ == Compensation::None) {
         opt_->step_range(params_, summed, lr_, b, e);
         continue;
       }
-      // params_ holds the lookahead point once master_ is live; the first update after a
+      // params_ holds the predicted point once master_ is live; the first update after a
       // drain starts from the true weights, which params_ holds then.
       if (!master_live_) std::copy(params_ + b, params_ + e, master_.data() + b);
       opt_->step_range(master_.data(), summed, lr_, b, e);
-      const float step = float(lr_) * lookahead_factor();
-      const float* v = opt_->momentum().data();
-      for (size_t i = b; i < e; ++i) params_[i] = master_[i] - step * v[i];
+      if (compensation_ == Compensation::Momentum) {
+        const float step = float(lr_) * lookahead_factor();
+        const float* v = opt_->momentum().data();
+        for (size_t i = b; i < e; ++i) params_[i] = master_[i] - step * v[i];
+      } else {
+        replay_in_flight(b, e);
+      }
     }
-    if (lookahead_) master_live_ = true;
+    if (compensation_ != Compensation::None) master_live_ = true;
   }
   pull();
+}
+
+void ParamServer::replay_in_flight(size_t b, size_t e) {
+  if (!replay_)
+    replay_ = std::make_unique<SgdOptimizer>(opt_->slices(), master_.size(), opt_->options());
+  std::copy(opt_->momentum().begin() + ptrdiff_t(b), opt_->momentum().begin() + ptrdiff_t(e),
+            replay_->momentum().begin() + ptrdiff_t(b));
+  std::copy(master_.data() + b, master_.data() + e, params_ + b);
+  // The rounds still in flight, oldest first, each estimated by this rank's own push.
+  std::vector<float>& est = estimate_;
+  est.resize(master_.size());
+  const float ranks = float(comm_.size());
+  for (const Round& r : pending_) {
+    const float* own = own_grads_[r.slot].data();
+    for (size_t i = b; i < e; ++i) est[i] = ranks * own[i];
+    replay_->step_range(params_, est.data(), lr_, b, e);
+  }
 }
 
 void ParamServer::pull() {

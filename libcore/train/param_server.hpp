@@ -36,15 +36,22 @@
 // it at the end of each epoch and before each checkpoint, so evaluation and checkpoints see
 // every gradient, and a resumed run continues exactly. CPU (unstaged) path only.
 //
-// Lookahead compensation (comm.stale_compensation lookahead, the default for async): a
-// stale gradient is computed on weights that miss k updates, and by the time it is applied
-// k more have landed, so it answers for the wrong point; with momentum 0.9 that cost the
-// quickstart 2.7 points at k = 1 and 10 at k = 2 (docs/communication.md). The owner keeps the
-// true weights of its shards (master_) and sends the workers the point the weights will
-// reach when this gradient lands, if the momentum alone moved them: w - lr*v*sum_{i=1..k} mu^i
-// (mu^{i+1} with Nesterov), the estimate DANA (Hakimi et al. 2019) makes for asynchronous
-// workers. Updates are applied to the master; drain() puts the true weights back on every rank,
-// so evaluation and checkpoints see them and resume stays exact.
+// Compensation (comm.stale_compensation): a stale gradient is computed on weights that miss
+// k updates, and by the time it is applied k more have landed, so it answers for a point the
+// weights have left; with momentum 0.9 that cost the quickstart 2.5-5 points at k = 1
+// (docs/communication.md). With compensation the owner keeps the true weights of its shards
+// (master_), applies every update to them, and sends the workers a prediction of where the
+// weights will be when the gradient they compute next lands:
+//   momentum        the momentum alone moves them: w - lr*v*sum_{i=1..k} mu^i (mu^{i+1} with
+//                   Nesterov), the future-position estimate of DANA (Hakimi et al. 2019);
+//   local-gradient  the k rounds still in flight are replayed on a copy of the shard and its
+//                   velocity with the owner's OWN gradient of each round scaled to the global
+//                   batch (x ranks) in place of the sum that has not arrived: in the noiseless
+//                   limit exactly the synchronous trajectory; the error left is the gradient
+//                   noise of one rank's part of the batch, and it does not accumulate (the
+//                   true sums replace the estimates as they land).
+// drain() puts the true weights back on every rank, so evaluation and checkpoints see them and
+// resume stays exact.
 #pragma once
 #include <mpi.h>
 
@@ -59,10 +66,12 @@ namespace sieve::train {
 class ParamServer final : public GradSync {
  public:
   // max_staleness 0: synchronous; k >= 1: stale-synchronous with bound k.
-  // lookahead: send the workers the weights' predicted position (see above); async only.
+  enum class Compensation { None, Momentum, LocalGradient };
+  // compensation: what the workers compute on in stale-synchronous mode (see above).
   ParamServer(const Comm& comm, float* grads, size_t total,
               const std::vector<std::pair<size_t, size_t>>& covered, int servers,
-              size_t piece_bytes, int max_staleness = 0, bool lookahead = false);
+              size_t piece_bytes, int max_staleness = 0,
+              Compensation compensation = Compensation::None);
   const char* name() const override { return "parameter-server"; }
   void arm() override;
   void ready(size_t offset, size_t count) override;
@@ -87,6 +96,9 @@ class ParamServer final : public GradSync {
   void pull();
   // The factor of lr*v in the lookahead: sum_{i=1..k} mu^i (Nesterov: mu^{i+1}).
   float lookahead_factor() const;
+  // local-gradient: params_[b,e) = master_ advanced by every round in flight, each estimated
+  // by this rank's own push x ranks, on a copy of the velocity.
+  void replay_in_flight(size_t b, size_t e);
   struct Round {
     size_t slot;
     std::unique_ptr<InFlight> pushes;
@@ -94,8 +106,11 @@ class ParamServer final : public GradSync {
   const Comm& comm_;
   float* grads_;
   int staleness_ = 0;
-  bool lookahead_ = false;
-  std::vector<float> master_;              // lookahead: true weights of the owned shards
+  Compensation compensation_ = Compensation::None;
+  std::vector<std::vector<float>> own_grads_;  // local-gradient: this rank's push per slot
+  std::unique_ptr<SgdOptimizer> replay_;       // local-gradient: replays on a velocity copy
+  std::vector<float> estimate_;                // local-gradient: the estimated round
+  std::vector<float> master_;                  // lookahead: true weights of the owned shards
   bool master_live_ = false;               // master_ holds them (params_ holds the lookahead point)
   std::vector<std::vector<float>> slots_;  // stale-synchronous round buffers
   size_t next_slot_ = 0;

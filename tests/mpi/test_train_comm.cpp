@@ -172,12 +172,16 @@ TEST(TrainComm, ParameterServerShardsFollowTensorEdgesAndSpreadOverRanks) {
   EXPECT_EQ(int(owners.size()), ps.num_shards()) << "each shard on its own rank";
 }
 
-// Lookahead compensation, step by step against a sequential reference: with staleness k the
-// weights every rank computes on after step t are the true weights (every round up to t-k
-// applied) moved by the momentum alone for k more steps, w - lr*v*sum_{i=1..k} mu^(i+1)
-// (Nesterov), and drain() leaves every rank the true weights. Gradients are multiples of 1/64
-// small enough that every order of summation gives the same floats, so the comparison is exact.
-TEST(TrainComm, LookaheadSendsPredictedWeightsAndDrainRestoresTheTrueOnes) {
+// Stale-synchronous compensation, step by step against a sequential reference: with staleness
+// k, after step t every rank computes on the true weights (rounds up to t-k applied) moved
+//   momentum:        by the momentum alone for k steps, w - lr*v*sum_{i=1..k} mu^(i+1) (Nesterov);
+//   local-gradient:  by the k rounds in flight replayed with the shard owner's own gradient of
+//                    each round x ranks, on a copy of the velocity;
+// and drain() leaves every rank the true weights. Gradients are multiples of 1/64 small enough
+// that every order of summation gives the same floats, so the comparison is exact up to the
+// compiler's contraction of multiply-adds.
+TEST(TrainComm, StaleCompensationPredictsTheWeightsAndDrainRestoresTheTrueOnes) {
+  using C = ParamServer::Compensation;
   Comm world = Comm::world();
   const int R = world.size();
   const std::vector<std::pair<size_t, size_t>> cov = {{0, 600}, {600, 600}, {1200, 300}};
@@ -191,49 +195,60 @@ TEST(TrainComm, LookaheadSendsPredictedWeightsAndDrainRestoresTheTrueOnes) {
   auto grad = [&](int step, int rank, size_t i) {
     return float(int((i * 7 + size_t(step) * 13 + size_t(rank) * 5) % 33) - 16) / 64.0f;
   };
-  for (int k : {1, 2}) {
-    std::vector<float> w(total), g(total);
-    for (size_t i = 0; i < total; ++i) w[i] = float(int(i % 41) - 20) / 32.0f;
-    std::vector<float> truth = w;  // the reference's true weights
-    SgdOptimizer opt(slices, total, oo), ref(slices, total, oo);
-    ParamServer ps(world, g.data(), total, cov, R, 1024 * sizeof(float), k, true);
-    const double lr = 0.05;
-    const int steps = 6;
-    for (int t = 0; t < steps; ++t) {
-      for (size_t i = 0; i < total; ++i) g[i] = grad(t, world.rank(), i);
-      ps.arm();
-      for (auto it = cov.rbegin(); it != cov.rend(); ++it) ps.ready(it->first, it->second);
-      ps.finish();
-      ps.update(opt, w.data(), g.data(), lr);
-      if (R == 1) continue;       // one rank: no staleness, checked below
-      const int applied = t - k;  // rounds 0..t-k have landed
-      if (applied >= 0) {
-        std::vector<float> sum(total, 0.0f);
-        for (int r = 0; r < R; ++r)
-          for (size_t i = 0; i < total; ++i) sum[i] += grad(applied, r, i);
-        ref.step(truth.data(), sum.data(), lr);
+  auto summed = [&](int step) {
+    std::vector<float> sum(total, 0.0f);
+    for (int r = 0; r < R; ++r)
+      for (size_t i = 0; i < total; ++i) sum[i] += grad(step, r, i);
+    return sum;
+  };
+  for (C comp : {C::Momentum, C::LocalGradient})
+    for (int k : {1, 2}) {
+      const std::string what = cat(comp == C::Momentum ? "momentum" : "local-gradient", " k ", k);
+      std::vector<float> w(total), g(total);
+      for (size_t i = 0; i < total; ++i) w[i] = float(int(i % 41) - 20) / 32.0f;
+      std::vector<float> truth = w;  // the reference's true weights
+      SgdOptimizer opt(slices, total, oo), ref(slices, total, oo);
+      ParamServer ps(world, g.data(), total, cov, R, 1024 * sizeof(float), k, comp);
+      std::vector<int> owner_of(total);
+      for (int s = 0; s < ps.num_shards(); ++s)
+        for (size_t i = ps.shard_begin(s); i < ps.shard_begin(s + 1); ++i)
+          owner_of[i] = ps.owner(s);
+      const double lr = 0.05;
+      const int steps = 6;
+      for (int t = 0; t < steps; ++t) {
+        for (size_t i = 0; i < total; ++i) g[i] = grad(t, world.rank(), i);
+        ps.arm();
+        for (auto it = cov.rbegin(); it != cov.rend(); ++it) ps.ready(it->first, it->second);
+        ps.finish();
+        ps.update(opt, w.data(), g.data(), lr);
+        if (R == 1) continue;       // one rank: no staleness, checked below
+        const int applied = t - k;  // rounds 0..t-k have landed
+        if (applied >= 0) ref.step(truth.data(), summed(applied).data(), lr);
+        std::vector<float> expect = truth;
+        if (applied >= 0 && comp == C::Momentum) {
+          float f = 0, p = float(oo.momentum);
+          for (int i = 0; i < k; ++i) f += (p *= float(oo.momentum));
+          for (size_t i = 0; i < total; ++i) expect[i] -= float(lr) * f * ref.momentum()[i];
+        } else if (applied >= 0) {
+          SgdOptimizer replay = ref;
+          for (int r = applied + 1; r <= t; ++r) {
+            std::vector<float> est(total);
+            for (size_t i = 0; i < total; ++i) est[i] = float(R) * grad(r, owner_of[i], i);
+            replay.step(expect.data(), est.data(), lr);
+          }
+        }
+        for (size_t i = 0; i < total; ++i)
+          ASSERT_FLOAT_EQ(w[i], expect[i]) << what << " step " << t << " element " << i;
       }
-      float f = 0, p = float(oo.momentum);
-      for (int i = 0; i < k; ++i) f += (p *= float(oo.momentum));
-      for (size_t i = 0; i < total; ++i) {
-        const float expect = applied >= 0 ? truth[i] - float(lr) * f * ref.momentum()[i] : truth[i];
-        ASSERT_FLOAT_EQ(w[i], expect) << "k " << k << " step " << t << " element " << i;
+      ps.drain();
+      if (R == 1) {
+        EXPECT_EQ(ps.max_staleness(), 0) << "one rank has nothing to be stale against";
+        continue;
       }
+      for (int r = steps - k; r < steps; ++r) ref.step(truth.data(), summed(r).data(), lr);
+      EXPECT_EQ(w, truth) << what << ": after drain every rank holds the true weights";
+      expect_same_on_all_ranks(world, w);
     }
-    ps.drain();
-    if (R == 1) {
-      EXPECT_EQ(ps.max_staleness(), 0) << "one rank has nothing to be stale against";
-      continue;
-    }
-    for (int r = steps - k; r < steps; ++r) {
-      std::vector<float> sum(total, 0.0f);
-      for (int q = 0; q < R; ++q)
-        for (size_t i = 0; i < total; ++i) sum[i] += grad(r, q, i);
-      ref.step(truth.data(), sum.data(), lr);
-    }
-    EXPECT_EQ(w, truth) << "k " << k << ": after drain every rank holds the true weights";
-    expect_same_on_all_ranks(world, w);
-  }
 }
 
 TEST(TrainComm, TraceParsesAndCoversEveryUnitAndBucket) {
