@@ -7,6 +7,10 @@
 #   env: THREADS (default 2), SKLEARN_MEM_GB (address-space limit for sklearn, default 8),
 #        SKLEARN_TIMEOUT_S (default 600), SKLEARN_MAX_N (skip sklearn above, default 10000000)
 #
+# Peak memory: each DBSCAN process runs under /usr/bin/time; sieve_rss is the peak resident
+# set of bench_cluster_dbscan (points generated in the process + the clustering), the dbscan
+# package's the peak of its Python process (numpy points + the package's structures).
+#
 # Data and eps: see bench/bench_cluster_dbscan.cpp (eps = 0.5 * sqrt(50000 / N), min_samples
 # 10). scikit-learn runs under `prlimit --as` so that its neighbourhood lists fail with
 # "out of memory" instead of taking the shared machine down. The noise and cluster counts
@@ -35,11 +39,13 @@ tmp="$(mktemp -d)"
 trap 'rm -rf "$tmp"' EXIT
 
 # Wall times on a shared machine are noisy; CPU times (all threads) are the robust measure.
-printf "%-9s %-8s %-4s %-9s %-9s %-8s %-8s %-30s %-10s %-8s %-8s\n" N eps thr sieve_s sieve_cpu \
-  clusters noise sklearn_s sklearn_cpu x_wall x_cpu
+printf "%-9s %-8s %-4s %-9s %-9s %-9s %-8s %-8s %-30s %-10s %-8s %-8s\n" N eps thr sieve_s sieve_cpu \
+  sieve_rss clusters noise sklearn_s sklearn_cpu x_wall x_cpu
 for n in "${sizes[@]}"; do
-  read -r _ eps ms thr wall cpu clusters noise < <(OMP_NUM_THREADS="$threads" "$bin" "$n" \
-    --write "$tmp/points.bin")
+  OMP_NUM_THREADS="$threads" /usr/bin/time -f "%M" -o "$tmp/rss" \
+    "$bin" "$n" --write "$tmp/points.bin" >"$tmp/sieve.out"
+  read -r _ eps ms thr wall cpu clusters noise <"$tmp/sieve.out"
+  rss="$(awk '{ printf "%.0fMB", $1 / 1024 }' "$tmp/rss")"
   sk="skipped (N > $max_n)"
   skcpu="-"
   speed="-"
@@ -64,11 +70,12 @@ for n in "${sizes[@]}"; do
       fi
     fi
   fi
-  printf "%-9s %-8.4g %-4s %-9s %-9s %-8s %-8s %-30s %-10s %-8s %-8s\n" "$n" "$eps" "$thr" "$wall" \
-    "$cpu" "$clusters" "$noise" "$sk" "$skcpu" "$speed" "$speedc"
+  printf "%-9s %-8.4g %-4s %-9s %-9s %-9s %-8s %-8s %-30s %-10s %-8s %-8s\n" "$n" "$eps" "$thr" "$wall" \
+    "$cpu" "$rss" "$clusters" "$noise" "$sk" "$skcpu" "$speed" "$speedc"
   if [ $has_dbscan -eq 1 ]; then
     set +e
     out="$(OMP_NUM_THREADS="$threads" PARLAY_NUM_THREADS="$threads" timeout "$timeout_s" \
+      /usr/bin/time -f "%M" -o "$tmp/rss" \
       "$py" "$here/bench_cluster_sklearn.py" "$tmp/points.bin" "$eps" "$ms" "$threads" dbscan 2>&1)"
     rc=$?
     set -e
@@ -78,7 +85,9 @@ for n in "${sizes[@]}"; do
       read -r dwall dcpu dclusters dnoise <<<"$(echo "$out" | tail -1)"
       same="same clusters and noise"
       { [ "$dclusters" = "$clusters" ] && [ "$dnoise" = "$noise" ]; } || same="MISMATCH: $dclusters clusters, $dnoise noise"
-      printf "  dbscan package: %s s wall, %s s CPU; sieve %s wall, %s CPU (%s)\n" "$dwall" "$dcpu" \
+      drss="$(awk '{ printf "%.0fMB", $1 / 1024 }' "$tmp/rss")"
+      printf "  dbscan package: %s s wall, %s s CPU, peak RSS %s; sieve %s wall, %s CPU (%s)\n" \
+        "$dwall" "$dcpu" "$drss" \
         "$(awk -v a="$dwall" -v b="$wall" 'BEGIN { printf "%.1fx", a / b }')" \
         "$(awk -v a="$dcpu" -v b="$cpu" 'BEGIN { printf "%.1fx", a / b }')" "$same"
     fi
