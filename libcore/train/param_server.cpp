@@ -118,7 +118,7 @@ void ParamServer::finish() {
   trace::complete("wait for pushes", "wait", t0, trace::now_us());
 }
 
-float ParamServer::lookahead_factor() const {
+float ParamServer::momentum_factor() const {
   const auto& o = opt_->options();
   const float mu = float(o.momentum);
   float f = 0, p = o.nesterov ? mu : 1.0f;
@@ -141,7 +141,7 @@ void ParamServer::apply(const float* summed) {
       if (!master_live_) std::copy(params_ + b, params_ + e, master_.data() + b);
       opt_->step_range(master_.data(), summed, lr_, b, e);
       if (compensation_ == Compensation::Momentum) {
-        const float step = float(lr_) * lookahead_factor();
+        const float step = float(lr_) * momentum_factor();
         const float* v = opt_->momentum().data();
         for (size_t i = b; i < e; ++i) params_[i] = master_[i] - step * v[i];
       } else {

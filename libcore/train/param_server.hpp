@@ -94,8 +94,8 @@ class ParamServer final : public GradSync {
   void apply_oldest();
   // Broadcasts every piece from its owner into params_ (the pull).
   void pull();
-  // The factor of lr*v in the lookahead: sum_{i=1..k} mu^i (Nesterov: mu^{i+1}).
-  float lookahead_factor() const;
+  // The factor of lr*v in the momentum prediction: sum_{i=1..k} mu^i (Nesterov: mu^{i+1}).
+  float momentum_factor() const;
   // local-gradient: params_[b,e) = master_ advanced by every round in flight, each estimated
   // by this rank's own push x ranks, on a copy of the velocity.
   void replay_in_flight(size_t b, size_t e);
@@ -110,8 +110,8 @@ class ParamServer final : public GradSync {
   std::vector<std::vector<float>> own_grads_;  // local-gradient: this rank's push per slot
   std::unique_ptr<SgdOptimizer> replay_;       // local-gradient: replays on a velocity copy
   std::vector<float> estimate_;                // local-gradient: the estimated round
-  std::vector<float> master_;                  // lookahead: true weights of the owned shards
-  bool master_live_ = false;               // master_ holds them (params_ holds the lookahead point)
+  std::vector<float> master_;                  // compensation: true weights of the owned shards
+  bool master_live_ = false;               // master_ holds them (params_ holds the predicted point)
   std::vector<std::vector<float>> slots_;  // stale-synchronous round buffers
   size_t next_slot_ = 0;
   float* push_buf_;                    // this step's pushes read (and, on the owner, sum into) here

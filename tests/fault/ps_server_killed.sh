@@ -4,8 +4,8 @@
 # pulls that never come), and `--resume` from the last checkpoint finishes with /state
 # bitwise identical to an uninterrupted parameter-server run: the checkpoint holds every
 # shard's momentum, collected from its owner (ParamServer::collect_optimizer_state).
-# Twice: synchronous, and stale-synchronous with lookahead (comm.mode async, staleness 2),
-# whose checkpoints must hold the true weights, not the lookahead point the workers compute on.
+# Twice: synchronous, and stale-synchronous with its default prediction (comm.mode async, staleness 2),
+# whose checkpoints must hold the true weights, not the predicted point the workers compute on.
 . "$SIEVE_SOURCE_DIR/tests/fault/fault_common.bash"
 top="$(scratch ps_server_killed)"
 for mode in sync async; do

@@ -117,7 +117,9 @@ TEST(TrainComm, StrategiesTrainTheSameWeightsOnOneTwoAndThreeRanks) {
       expect_same_on_all_ranks(world, got.weights);
       EXPECT_EQ(got.stats.steps, 8) << strategy;
       EXPECT_GT(got.stats.messages, 0) << strategy;
-      if (strategy == "fusion-queue") EXPECT_GE(got.stats.negotiations, got.stats.steps);
+      if (strategy == "fusion-queue") {
+        EXPECT_GE(got.stats.negotiations, got.stats.steps);
+      }
       // On one rank a strategy reduces nothing and must match buckets bitwise.
       const Trained single = train_with(self, d, options(arch, 12 / R, strategy, servers));
       EXPECT_EQ(single.weights, one.weights) << arch << " " << strategy << " on one rank";
@@ -152,7 +154,9 @@ TEST(TrainComm, FusionQueueSumsEveryTensorWhateverTheReadyOrder) {
     for (size_t i = 1500; i < 1504; ++i) ASSERT_EQ(g[i], -1.0f) << "padding is never touched";
     g = start;  // keep magnitudes small over the steps
   }
-  if (R > 1) EXPECT_GE(q.stats().negotiations, 3);
+  if (R > 1) {
+    EXPECT_GE(q.stats().negotiations, 3);
+  }
 }
 
 TEST(TrainComm, ParameterServerShardsFollowTensorEdgesAndSpreadOverRanks) {
@@ -304,7 +308,9 @@ TEST(TrainComm, TraceParsesAndCoversEveryUnitAndBucket) {
         EXPECT_TRUE(seen.count(cat("bucket ", b))) << "rank " << rank << " bucket " << b;
       for (const char* c : {"compute", "layer", "data", "optimizer", "wait", "step", "comm"})
         EXPECT_GT(by_cat[rank][c], 0.0) << strategy << " rank " << rank << " category " << c;
-      if (std::string(strategy) == "fusion-queue") EXPECT_GT(by_cat[rank]["negotiate"], 0.0);
+      if (std::string(strategy) == "fusion-queue") {
+        EXPECT_GT(by_cat[rank]["negotiate"], 0.0);
+      }
     }
   }
   trace::clear();
