@@ -38,6 +38,8 @@ t0=$(date +%s.%N)
   --set run.dir="$WORK" --set embed.tsne.knn="${SIEVE_TSNE_KNN:-auto}" 2> "$WORK/sieve.log"
 t1=$(date +%s.%N)
 sieve_s=$(echo "$t1 - $t0" | bc)
+# Where Sieve's time went (k-NN, affinities, iterations), from its own log.
+grep -E "k-NN|t-SNE|wrote" "$WORK/sieve.log" | tail -4 | sed 's/^/  sieve: /' >&2
 sieve_line=$($PY "$PEER" eval --input "$WORK/c.h5" --embedding "$WORK/e.h5")
 sieve_q=$(echo "$sieve_line" | sed 's/.*knn10=//')
 sampled=$(echo "$sieve_line" | sed -n 's/.*sampled=\([0-9]*\).*/\1/p')
