@@ -19,8 +19,8 @@ void check_dbscan_input(const float* points, int64_t n, int d, const DbscanParam
     throw UsageError(cat("DBSCAN min_samples: expected >= 1, got ", p.min_samples));
   SIEVE_CHECK(d >= 1, "DBSCAN: expected points with >= 1 dimension, got ", d);
   for (int64_t i = 0; i < n * d; ++i)
-    SIEVE_CHECK(std::isfinite(points[i]), "DBSCAN: point ", i / d, " has a NaN or infinite coordinate (",
-                points[i], ") in dimension ", i % d);
+    SIEVE_CHECK(std::isfinite(points[i]), "DBSCAN: point ", i / d,
+                " has a NaN or infinite coordinate (", points[i], ") in dimension ", i % d);
 }
 
 Grid make_grid(const std::vector<double>& lo, const std::vector<double>& hi, double eps) {
@@ -69,54 +69,99 @@ int64_t Grid::reach() const {
   return r;
 }
 
-CellIndex build_cell_index(const Grid& g, const float* points, int64_t n) {
-  CellIndex ci;
+int dbscan_index_bits(int64_t n) {
+  return n <= int64_t(std::numeric_limits<int32_t>::max()) ? 32 : 64;
+}
+
+namespace {
+
+// Smallest and largest cell key of the points (kmin > kmax when n == 0).
+std::pair<int64_t, int64_t> key_range(const Grid& g, const float* points, int64_t n) {
+  int64_t kmin = std::numeric_limits<int64_t>::max(), kmax = std::numeric_limits<int64_t>::min();
+#pragma omp parallel for schedule(static) reduction(min : kmin) reduction(max : kmax)
+  for (int64_t i = 0; i < n; ++i) {
+    const int64_t k = g.key_of(points + i * g.d);
+    kmin = std::min(kmin, k);
+    kmax = std::max(kmax, k);
+  }
+  return {kmin, kmax};
+}
+
+}  // namespace
+
+template <typename I>
+CellIndexT<I> build_cell_index(const Grid& g, const float* points, int64_t n) {
+  SIEVE_CHECK(n <= int64_t(std::numeric_limits<I>::max()), "DBSCAN: ", n, " points do not fit ",
+              8 * sizeof(I), "-bit indices (at most ", std::numeric_limits<I>::max(), ")");
+  CellIndexT<I> ci;
   const int d = g.d;
-  std::vector<int64_t> key(n);
-#pragma omp parallel for schedule(static)
-  for (int64_t i = 0; i < n; ++i) key[i] = g.key_of(points + i * d);
-  int64_t kmin = n ? *std::min_element(key.begin(), key.end()) : 0;
-  int64_t kmax = n ? *std::max_element(key.begin(), key.end()) : -1;
+  const auto [kmin, kmax] = key_range(g, points, n);
   ci.order.resize(n);
+  // No per-point key array: keys are recomputed from the coordinates when needed (cheap
+  // next to the 8 bytes a point they would take).
   const bool dense = n > 0 && !g.brute && kmax - kmin < 8 * n + (int64_t(1) << 20);
   if (dense) {
-    // Counting sort by key: stable (input order within a cell), O(n + span), and the
-    // prefix sums are the dense key table.
+    // Counting sort by key: stable (input order within a cell), O(n + span). `cursor`
+    // counts points per key, then holds each key's write position; after the scatter
+    // cursor[k] is the end of key k. It is freed before the coordinates are copied.
     const int64_t span = kmax - kmin + 1;
+    std::vector<I> cursor(span, 0);
+    for (int64_t i = 0; i < n; ++i) ++cursor[g.key_of(points + i * d) - kmin];
+    int64_t cells = 0, pos = 0;
+    for (int64_t k = 0; k < span; ++k) {
+      cells += cursor[k] > 0;
+      const int64_t count = cursor[k];
+      cursor[k] = I(pos);
+      pos += count;
+    }
+    for (int64_t i = 0; i < n; ++i) ci.order[cursor[g.key_of(points + i * d) - kmin]++] = I(i);
+    ci.cell_key.resize(cells);
+    ci.cell_start.resize(cells + 1);
     ci.dense_base = kmin;
-    ci.dense_start.assign(span + 1, 0);
-    for (int64_t i = 0; i < n; ++i) ++ci.dense_start[key[i] - kmin + 1];
-    for (int64_t k = 0; k < span; ++k) ci.dense_start[k + 1] += ci.dense_start[k];
-    std::vector<int64_t> next(ci.dense_start.begin(), ci.dense_start.end() - 1);
-    for (int64_t i = 0; i < n; ++i) ci.order[next[key[i] - kmin]++] = i;
+    ci.dense_span = span;
+    ci.dense.resize(span / 64 + 1);
+    int64_t c = 0;
+    for (int64_t k = 0, begin = 0; k < span; ++k) {
+      if (k % 64 == 0) ci.dense[k / 64].before = I(c);
+      if (cursor[k] == begin) continue;
+      ci.dense[k / 64].bits |= uint64_t(1) << (k % 64);
+      ci.cell_key[c] = kmin + k;
+      ci.cell_start[c++] = I(begin);
+      begin = cursor[k];
+    }
+    if (span % 64 == 0) ci.dense[span / 64].before = I(cells);
+    ci.cell_start[cells] = I(n);
   } else {
-    std::vector<std::pair<int64_t, int64_t>> kv(n);  // (cell key, input index)
-#pragma omp parallel for schedule(static)
-    for (int64_t i = 0; i < n; ++i) kv[i] = {key[i], i};
     // Sorting by (key, index) makes the order, and everything after it, deterministic.
+    std::vector<std::pair<int64_t, I>> kv(n);
+#pragma omp parallel for schedule(static)
+    for (int64_t i = 0; i < n; ++i) kv[i] = {g.key_of(points + i * d), I(i)};
     __gnu_parallel::sort(kv.begin(), kv.end());
-    for (int64_t i = 0; i < n; ++i) ci.order[i] = kv[i].second;
+    int64_t cells = 0;
+    for (int64_t i = 0; i < n; ++i) {
+      ci.order[i] = kv[i].second;
+      cells += i == 0 || kv[i].first != kv[i - 1].first;
+    }
+    ci.cell_key.reserve(cells);
+    ci.cell_start.reserve(cells + 1);
+    for (int64_t i = 0; i < n; ++i)
+      if (i == 0 || kv[i].first != kv[i - 1].first) {
+        ci.cell_key.push_back(kv[i].first);
+        ci.cell_start.push_back(I(i));
+      }
+    ci.cell_start.push_back(I(n));
   }
   ci.xs.resize(size_t(n) * d);
-  ci.point_cell.resize(n);
 #pragma omp parallel for schedule(static)
   for (int64_t i = 0; i < n; ++i)
-    for (int k = 0; k < d; ++k) ci.xs[i * d + k] = points[ci.order[i] * d + k];
-  for (int64_t i = 0; i < n; ++i) {
-    int64_t k = key[ci.order[i]];
-    if (i == 0 || k != ci.cell_key.back()) {
-      ci.cell_key.push_back(k);
-      ci.cell_start.push_back(i);
-    }
-    ci.point_cell[i] = int64_t(ci.cell_key.size()) - 1;
-  }
-  ci.cell_start.push_back(n);
+    for (int k = 0; k < d; ++k) ci.xs[i * d + k] = points[int64_t(ci.order[i]) * d + k];
   return ci;
 }
 
-std::vector<uint8_t> compute_core(const Grid& g, const CellIndex& ci, const DbscanParams& p,
+template <typename I>
+std::vector<uint8_t> compute_core(const Grid& g, const CellIndexT<I>& ci, const DbscanParams& p,
                                   const uint8_t* need) {
-  const int64_t cells = int64_t(ci.cell_key.size());
+  const int64_t cells = ci.cells();
   const int d = g.d;
   const double eps2 = p.eps * p.eps;
   std::vector<uint8_t> core(ci.order.size(), 0);
@@ -156,36 +201,34 @@ std::vector<uint8_t> compute_core(const Grid& g, const CellIndex& ci, const Dbsc
 
 namespace {
 
-// Lock-free union-find on int64 parents (atomic_ref over a plain vector). Roots are only
-// ever linked under a smaller root, so a set's root is its smallest member.
+// Lock-free union-find on parents of type I (atomic_ref over a plain vector, which the
+// caller owns and gets back as the roots). Roots are only ever linked under a smaller root,
+// so a set's root is its smallest member.
+template <typename I>
 struct UnionFind {
-  std::vector<int64_t> parent;
-  explicit UnionFind(int64_t n) : parent(n) {
-    for (int64_t i = 0; i < n; ++i) parent[i] = i;
-  }
-  int64_t load(int64_t x) {
-    return std::atomic_ref<int64_t>(parent[x]).load(std::memory_order_relaxed);
-  }
-  int64_t find(int64_t x) {
+  std::vector<I>& parent;
+  explicit UnionFind(std::vector<I>& p) : parent(p) {}
+  I load(I x) { return std::atomic_ref<I>(parent[x]).load(std::memory_order_relaxed); }
+  I find(I x) {
     while (true) {
-      int64_t p = load(x);
+      I p = load(x);
       if (p == x) return x;
-      int64_t gp = load(p);
+      I gp = load(p);
       if (gp == p) return p;
       // Path halving: point x at its grandparent (an ancestor, so always safe).
-      std::atomic_ref<int64_t>(parent[x]).compare_exchange_weak(p, gp, std::memory_order_relaxed);
+      std::atomic_ref<I>(parent[x]).compare_exchange_weak(p, gp, std::memory_order_relaxed);
       x = gp;
     }
   }
-  void unite(int64_t a, int64_t b) {
+  void unite(I a, I b) {
     while (true) {
       a = find(a);
       b = find(b);
       if (a == b) return;
       if (a < b) std::swap(a, b);
-      int64_t expected = a;
-      if (std::atomic_ref<int64_t>(parent[a]).compare_exchange_strong(expected, b,
-                                                                      std::memory_order_acq_rel))
+      I expected = a;
+      if (std::atomic_ref<I>(parent[a]).compare_exchange_strong(expected, b,
+                                                                std::memory_order_acq_rel))
         return;
     }
   }
@@ -193,51 +236,55 @@ struct UnionFind {
 
 }  // namespace
 
-std::vector<int64_t> union_cores(const Grid& g, const CellIndex& ci, double eps,
-                                 const uint8_t* core) {
-  const int64_t n = int64_t(ci.order.size());
-  const int64_t cells = int64_t(ci.cell_key.size());
+template <typename I>
+std::vector<I> union_cores(const Grid& g, const CellIndexT<I>& ci, double eps,
+                           const uint8_t* core) {
+  const int64_t n = ci.size();
+  const int64_t cells = ci.cells();
   const int d = g.d;
   const double eps2 = eps * eps;
-  UnionFind uf(n);
+  // The parents become the roots in place: one array of n, not two.
+  std::vector<I> parent(n);
+#pragma omp parallel for schedule(static)
+  for (int64_t i = 0; i < n; ++i) parent[i] = I(i);
+  UnionFind<I> uf(parent);
   if (g.brute) {  // one "cell" with no diameter guarantee: every core pair once
 #pragma omp parallel for schedule(dynamic, 64)
     for (int64_t i = 0; i < n; ++i) {
       if (!core[i]) continue;
       const float* xi = ci.xs.data() + i * d;
       for (int64_t j = i + 1; j < n; ++j)
-        if (core[j] && sq_dist(xi, ci.xs.data() + j * d, d) <= eps2) uf.unite(i, j);
+        if (core[j] && sq_dist(xi, ci.xs.data() + j * d, d) <= eps2) uf.unite(I(i), I(j));
     }
   } else {
     // First core of each cell (-1: none); a cell's cores are one set (diameter < eps).
-    std::vector<int64_t> first(cells, -1);
+    std::vector<I> first(cells, -1);
 #pragma omp parallel for schedule(dynamic, 256)
     for (int64_t c = 0; c < cells; ++c)
       for (int64_t i = ci.cell_start[c]; i < ci.cell_start[c + 1]; ++i)
         if (core[i]) {
           if (first[c] < 0)
-            first[c] = i;
+            first[c] = I(i);
           else
-            uf.unite(first[c], i);
+            uf.unite(first[c], I(i));
         }
 #pragma omp parallel for schedule(dynamic, 64)
     for (int64_t c = 0; c < cells; ++c) {
       if (first[c] < 0) continue;
       const int64_t b0 = ci.cell_start[c], e0 = ci.cell_start[c + 1];
-      for_neighbor_ranges(g, ci, c, [&](int64_t b, int64_t e) {
-        // Each cell pair once: only cells after c (a range may hold several cells).
-        for (int64_t cb = std::max(b, e0); cb < e; cb = ci.cell_start[ci.point_cell[cb] + 1]) {
-          int64_t other = ci.point_cell[cb];
+      for_neighbor_cells(g, ci, c, [&](int64_t c0, int64_t c1) {
+        // Each cell pair once: only cells after c (a run may hold c itself).
+        for (int64_t other = std::max(c0, c + 1); other < c1; ++other) {
           if (first[other] < 0 || uf.find(first[c]) == uf.find(first[other])) continue;
           // Any one core pair within eps joins the two sets.
-          const int64_t ce = ci.cell_start[other + 1];
+          const int64_t cb = ci.cell_start[other], ce = ci.cell_start[other + 1];
           bool joined = false;
           for (int64_t i = b0; i < e0 && !joined; ++i) {
             if (!core[i]) continue;
             const float* xi = ci.xs.data() + i * d;
             for (int64_t j = cb; j < ce; ++j)
               if (core[j] && sq_dist(xi, ci.xs.data() + j * d, d) <= eps2) {
-                uf.unite(i, j);
+                uf.unite(I(i), I(j));
                 joined = true;
                 break;
               }
@@ -246,30 +293,20 @@ std::vector<int64_t> union_cores(const Grid& g, const CellIndex& ci, double eps,
       });
     }
   }
-  std::vector<int64_t> root(n, -1);
+  // Every unite is done: each core's parent becomes its root (an ancestor, so the other
+  // threads' finds stay valid); non-cores were never linked, nobody walks through them.
 #pragma omp parallel for schedule(static)
-  for (int64_t i = 0; i < n; ++i)
-    if (core[i]) root[i] = uf.find(i);
-  return root;
+  for (int64_t i = 0; i < n; ++i) {
+    const I r = core[i] ? uf.find(I(i)) : I(-1);
+    std::atomic_ref<I>(parent[i]).store(r, std::memory_order_relaxed);
+  }
+  return parent;
 }
 
-int64_t border_anchor(const Grid& g, const CellIndex& ci, double eps, const uint8_t* core,
-                      const int64_t* gid, int64_t i) {
-  const int d = g.d;
-  const double eps2 = eps * eps;
-  const float* xi = ci.xs.data() + i * d;
-  int64_t best = -1;
-  for_neighbor_ranges(g, ci, ci.point_cell[i], [&](int64_t b, int64_t e) {
-    for (int64_t j = b; j < e; ++j)
-      if (core[j] && (best < 0 || gid[j] < gid[best]) &&
-          sq_dist(xi, ci.xs.data() + j * d, d) <= eps2)
-        best = j;
-  });
-  return best;
-}
+namespace {
 
-DbscanResult dbscan(const float* points, int64_t n, int d, const DbscanParams& p) {
-  check_dbscan_input(points, n, d, p);
+template <typename I>
+DbscanResult dbscan_impl(const float* points, int64_t n, int d, const DbscanParams& p) {
   DbscanResult r;
   r.label.assign(n, -1);
   r.core.assign(n, 0);
@@ -280,37 +317,56 @@ DbscanResult dbscan(const float* points, int64_t n, int d, const DbscanParams& p
       lo[k] = std::min(lo[k], double(points[i * d + k]));
       hi[k] = std::max(hi[k], double(points[i * d + k]));
     }
-  Grid g = make_grid(lo, hi, p.eps);
-  CellIndex ci = build_cell_index(g, points, n);
-  std::vector<uint8_t> core = compute_core(g, ci, p, nullptr);
-  std::vector<int64_t> root = union_cores(g, ci, p.eps, core.data());
+  const Grid g = make_grid(lo, hi, p.eps);
+  const CellIndexT<I> ci = build_cell_index<I>(g, points, n);
+  const std::vector<uint8_t> core = compute_core(g, ci, p, nullptr);
+  std::vector<I> set = union_cores(g, ci, p.eps, core.data());
 
-  // Number the sets by their smallest input index.
-  std::vector<int64_t> min_index(n, std::numeric_limits<int64_t>::max());
-  for (int64_t i = 0; i < n; ++i)
-    if (root[i] >= 0) min_index[root[i]] = std::min(min_index[root[i]], ci.order[i]);
-  std::vector<std::pair<int64_t, int64_t>> roots;  // (smallest input index, root)
-  for (int64_t i = 0; i < n; ++i)
-    if (root[i] == i) roots.push_back({min_index[i], i});
-  std::sort(roots.begin(), roots.end());
-  std::vector<int32_t> id_of_root(n, -1);
-  for (size_t k = 0; k < roots.size(); ++k) id_of_root[roots[k].second] = int32_t(k);
-  r.num_clusters = int32_t(roots.size());
+  // Number the clusters by their smallest input index.
+  auto input_index = [&](int64_t i) { return ci.order[i]; };
+  const std::vector<I> set_min = number_sets(set, input_index);
+  std::vector<std::pair<I, int32_t>> by_min(set_min.size());  // (smallest input index, set)
+  for (size_t k = 0; k < set_min.size(); ++k) by_min[k] = {set_min[k], int32_t(k)};
+  std::sort(by_min.begin(), by_min.end());
+  std::vector<int32_t> id_of_set(set_min.size());
+  for (size_t k = 0; k < by_min.size(); ++k) id_of_set[by_min[k].second] = int32_t(k);
+  r.num_clusters = int32_t(by_min.size());
 
-  const int64_t* gid = ci.order.data();
-#pragma omp parallel for schedule(dynamic, 1024)
-  for (int64_t i = 0; i < n; ++i) {
-    int64_t src = ci.order[i];
-    if (core[i]) {
-      r.core[src] = 1;
-      r.label[src] = id_of_root[root[i]];
-    } else {
-      int64_t a = border_anchor(g, ci, p.eps, core.data(), gid, i);
-      if (a >= 0) r.label[src] = id_of_root[root[a]];
+  const int64_t cells = ci.cells();
+#pragma omp parallel for schedule(dynamic, 64)
+  for (int64_t c = 0; c < cells; ++c)
+    for (int64_t i = ci.cell_start[c]; i < ci.cell_start[c + 1]; ++i) {
+      const int64_t src = ci.order[i];
+      if (core[i]) {
+        r.core[src] = 1;
+        r.label[src] = id_of_set[set[i]];
+      } else {
+        int64_t a = border_anchor(g, ci, p.eps, core.data(), input_index, c, i);
+        if (a >= 0) r.label[src] = id_of_set[set[a]];
+      }
     }
-  }
   for (int64_t i = 0; i < n; ++i) r.num_noise += r.label[i] < 0;
   return r;
 }
+
+}  // namespace
+
+DbscanResult dbscan(const float* points, int64_t n, int d, const DbscanParams& p, int index_bits) {
+  check_dbscan_input(points, n, d, p);
+  if (index_bits == 0) index_bits = dbscan_index_bits(n);
+  SIEVE_CHECK(index_bits == 32 || index_bits == 64,
+              "DBSCAN: index_bits must be 0 (by N), 32 or 64, got ", index_bits);
+  return index_bits == 32 ? dbscan_impl<int32_t>(points, n, d, p)
+                          : dbscan_impl<int64_t>(points, n, d, p);
+}
+
+#define SIEVE_DBSCAN_INSTANTIATE(I)                                                   \
+  template CellIndexT<I> build_cell_index<I>(const Grid&, const float*, int64_t);     \
+  template std::vector<uint8_t> compute_core<I>(const Grid&, const CellIndexT<I>&,    \
+                                                const DbscanParams&, const uint8_t*); \
+  template std::vector<I> union_cores<I>(const Grid&, const CellIndexT<I>&, double, const uint8_t*);
+SIEVE_DBSCAN_INSTANTIATE(int32_t)
+SIEVE_DBSCAN_INSTANTIATE(int64_t)
+#undef SIEVE_DBSCAN_INSTANTIATE
 
 }  // namespace sieve::cluster

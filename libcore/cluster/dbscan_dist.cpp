@@ -39,7 +39,8 @@ struct Routing {
   std::vector<int64_t> rows;  // rows grouped by destination
 };
 
-// Send rows (coordinates + gids) along `route`; append what arrives to xs/ids.
+// Send rows (coordinates + gids) along `route`; append what arrives to xs/ids. The rows
+// are copied out before anything is appended, so xs_in / ids_in may point into xs / ids.
 void exchange_points(const Comm& comm, const Routing& route, int d, const float* xs_in,
                      const int64_t* ids_in, std::vector<float>& xs, std::vector<int64_t>& ids,
                      std::vector<int>* recv_counts) {
@@ -56,118 +57,45 @@ void exchange_points(const Comm& comm, const Routing& route, int d, const float*
   ids.insert(ids.end(), rid.begin(), rid.end());
 }
 
-}  // namespace
+// What the owner of a point decides: its cluster id (-1 noise) and core flag.
+struct OwnedLabels {
+  std::vector<int32_t> id;       // [n_own] unsorted owned order
+  std::vector<uint8_t> is_core;  // [n_own]
+  int32_t num_clusters = 0;
+};
 
-DbscanResult dbscan_distributed(const Comm& comm, const float* points, const int64_t* gid,
-                                int64_t n_local, int d, const DbscanParams& p) {
-  check_dbscan_input(points, n_local, d, p);
-  const int P = comm.size(), me = comm.rank();
-  DbscanResult result;
-  result.label.assign(n_local, -1);
-  result.core.assign(n_local, 0);
-  const int64_t n_total = comm.allreduce_sum<int64_t>(n_local);
-  if (n_total == 0) return result;
-
-  // 1. Global grid and cell-range splitters from sampled keys.
-  std::vector<double> lo(d), hi(d);
-  for (int k = 0; k < d; ++k) {
-    double l = std::numeric_limits<double>::infinity(), h = -l;
-    for (int64_t i = 0; i < n_local; ++i) {
-      l = std::min(l, double(points[i * d + k]));
-      h = std::max(h, double(points[i * d + k]));
-    }
-    lo[k] = comm.allreduce_min(l);
-    hi[k] = comm.allreduce_max(h);
-  }
-  const Grid g = make_grid(lo, hi, p.eps);
-  std::vector<int64_t> keys(n_local);
-  for (int64_t i = 0; i < n_local; ++i) keys[i] = g.key_of(points + i * d);
-  std::vector<int64_t> sorted_keys(keys);
-  std::sort(sorted_keys.begin(), sorted_keys.end());
-  const int64_t samples = std::min<int64_t>(n_local, 256);
-  std::vector<int64_t> mine;
-  for (int64_t s = 0; s < samples; ++s) mine.push_back(sorted_keys[s * n_local / samples]);
-  std::vector<int64_t> all = comm.allgatherv(mine);
-  std::sort(all.begin(), all.end());
-  // Rank r owns keys in [split[r], split[r+1]); split[0] = -inf, split[P] = +inf.
-  std::vector<int64_t> split(P + 1);
-  split[0] = std::numeric_limits<int64_t>::min();
-  split[P] = std::numeric_limits<int64_t>::max();
-  for (int r = 1; r < P; ++r)
-    split[r] = all.empty() ? 0 : all[std::min(all.size() - 1, all.size() * r / P)];
-  auto owner = [&](int64_t key) {
-    return int(std::upper_bound(split.begin() + 1, split.end() - 1, key) - (split.begin() + 1));
-  };
-
-  // 2. Move each point to the owner of its cell.
-  Routing to_owner;
-  to_owner.counts.assign(P, 0);
-  {
-    std::vector<std::vector<int64_t>> by(P);
-    for (int64_t i = 0; i < n_local; ++i) by[owner(keys[i])].push_back(i);
-    for (int r = 0; r < P; ++r) {
-      to_owner.counts[r] = int(by[r].size());
-      to_owner.rows.insert(to_owner.rows.end(), by[r].begin(), by[r].end());
-    }
-  }
-  std::vector<float> xs;      // [n_own + n_halo, d]
-  std::vector<int64_t> ids;   // [n_own + n_halo] global ids
-  std::vector<int> own_from;  // [P] how many owned points came from each rank
-  exchange_points(comm, to_owner, d, points, gid, xs, ids, &own_from);
-  const int64_t n_own = int64_t(ids.size());
-
-  // 3. Halo: my owned points whose key lies within `reach` of another rank's cell range.
-  const int64_t reach = g.reach();
-  Routing halo;
-  halo.counts.assign(P, 0);
-  for (int r = 0; r < P; ++r) {
-    if (r == me) continue;
-    // Saturating bounds: split[0] / split[P] are the int64 extremes.
-    int64_t a = split[r] == std::numeric_limits<int64_t>::min() ? split[r] : split[r] - reach;
-    int64_t b =
-        split[r + 1] == std::numeric_limits<int64_t>::max() ? split[r + 1] : split[r + 1] + reach;
-    for (int64_t i = 0; i < n_own; ++i) {
-      int64_t k = g.key_of(xs.data() + i * d);
-      if (k >= a && k < b) {
-        halo.rows.push_back(i);
-        ++halo.counts[r];
-      }
-    }
-  }
-  std::vector<int> halo_from;
-  {
-    std::vector<float> own_xs(xs);
-    std::vector<int64_t> own_ids(ids);
-    exchange_points(comm, halo, d, own_xs.data(), own_ids.data(), xs, ids, &halo_from);
-  }
+// Steps 4-6 on this rank's owned + halo points (xs, ids: owned first), with sorted positions
+// and cells in I (int32_t when n_own + n_halo < 2^31).
+template <typename I>
+OwnedLabels label_local_points(const Comm& comm, const Grid& g, const DbscanParams& p,
+                               const std::vector<float>& xs, const std::vector<int64_t>& ids,
+                               int64_t n_own, const Routing& halo) {
   const int64_t n_loc = int64_t(ids.size());
 
   // 4. Core flags: computed for owned points, received from the owners for halo points.
-  CellIndex ci = build_cell_index(g, xs.data(), n_loc);
-  std::vector<uint8_t> need(n_loc);
-  for (int64_t i = 0; i < n_loc; ++i) need[i] = ci.order[i] < n_own;
-  std::vector<uint8_t> core = compute_core(g, ci, p, need.data());
-  std::vector<uint8_t> core_local(n_loc, 0);  // unsorted (local row) order
-  for (int64_t i = 0; i < n_loc; ++i)
-    if (need[i]) core_local[ci.order[i]] = core[i];
+  const CellIndexT<I> ci = build_cell_index<I>(g, xs.data(), n_loc);
+  std::vector<uint8_t> core;
   {
+    std::vector<uint8_t> need(n_loc);
+    for (int64_t i = 0; i < n_loc; ++i) need[i] = ci.order[i] < n_own;
+    core = compute_core(g, ci, p, need.data());
+    std::vector<uint8_t> core_local(n_loc, 0);  // unsorted (local row) order
+    for (int64_t i = 0; i < n_loc; ++i)
+      if (need[i]) core_local[ci.order[i]] = core[i];
     std::vector<uint8_t> sent(halo.rows.size());
     for (size_t k = 0; k < halo.rows.size(); ++k) sent[k] = core_local[halo.rows[k]];
     std::vector<uint8_t> got = alltoallv(comm, sent, halo.counts, nullptr);
     for (size_t k = 0; k < got.size(); ++k) core_local[n_own + k] = got[k];
+    for (int64_t i = 0; i < n_loc; ++i) core[i] = core_local[ci.order[i]];
   }
-  for (int64_t i = 0; i < n_loc; ++i) core[i] = core_local[ci.order[i]];
 
   // 5. Local sets, labelled by their smallest global id; then merge across ranks.
-  std::vector<int64_t> root = union_cores(g, ci, p.eps, core.data());
-  std::vector<int64_t> gid_sorted(n_loc);
-  for (int64_t i = 0; i < n_loc; ++i) gid_sorted[i] = ids[ci.order[i]];
-  std::vector<int64_t> set_min(n_loc, std::numeric_limits<int64_t>::max());
-  for (int64_t i = 0; i < n_loc; ++i)
-    if (root[i] >= 0) set_min[root[i]] = std::min(set_min[root[i]], gid_sorted[i]);
+  std::vector<I> set = union_cores(g, ci, p.eps, core.data());
+  auto gid_of = [&](int64_t i) { return ids[ci.order[i]]; };  // sorted position -> gid
+  const std::vector<int64_t> set_min = number_sets(set, gid_of);
   std::vector<int64_t> label_local(n_loc, -1);  // unsorted order: local set label of cores
   for (int64_t i = 0; i < n_loc; ++i)
-    if (root[i] >= 0) label_local[ci.order[i]] = set_min[root[i]];
+    if (set[i] >= 0) label_local[ci.order[i]] = set_min[set[i]];
   std::vector<int64_t> pairs;  // (my label, owner's label) for core halo points
   {
     std::vector<int64_t> sent(halo.rows.size());
@@ -207,42 +135,139 @@ DbscanResult dbscan_distributed(const Comm& comm, const float* points, const int
   };
 
   // 6. Owned points: cores and borders get a global label (smallest core gid of the cluster).
+  OwnedLabels out;
   std::vector<int64_t> rep(n_own, -1);  // unsorted owned order
-  std::vector<uint8_t> is_core(n_own, 0);
-#pragma omp parallel for schedule(dynamic, 1024)
-  for (int64_t i = 0; i < n_loc; ++i) {
-    int64_t row = ci.order[i];
-    if (row >= n_own) continue;
-    if (core[i]) {
-      is_core[row] = 1;
-      rep[row] = global_label(label_local[row]);
-    } else {
-      int64_t a = border_anchor(g, ci, p.eps, core.data(), gid_sorted.data(), i);
-      if (a >= 0) rep[row] = global_label(label_local[ci.order[a]]);
+  out.is_core.assign(n_own, 0);
+  const int64_t cells = ci.cells();
+#pragma omp parallel for schedule(dynamic, 64)
+  for (int64_t c = 0; c < cells; ++c)
+    for (int64_t i = ci.cell_start[c]; i < ci.cell_start[c + 1]; ++i) {
+      const int64_t row = ci.order[i];
+      if (row >= n_own) continue;
+      if (core[i]) {
+        out.is_core[row] = 1;
+        rep[row] = global_label(label_local[row]);
+      } else {
+        int64_t a = border_anchor(g, ci, p.eps, core.data(), gid_of, c, i);
+        if (a >= 0) rep[row] = global_label(set_min[set[a]]);
+      }
     }
-  }
   std::vector<int64_t> reps;
   for (int64_t i = 0; i < n_own; ++i)
-    if (is_core[i]) reps.push_back(rep[i]);
+    if (out.is_core[i]) reps.push_back(rep[i]);
   std::sort(reps.begin(), reps.end());
   reps.erase(std::unique(reps.begin(), reps.end()), reps.end());
   std::vector<int64_t> all_reps = comm.allgatherv(reps);
   std::sort(all_reps.begin(), all_reps.end());
   all_reps.erase(std::unique(all_reps.begin(), all_reps.end()), all_reps.end());
-  std::vector<int32_t> id(n_own, -1);
+  out.id.assign(n_own, -1);
   for (int64_t i = 0; i < n_own; ++i)
     if (rep[i] >= 0)
-      id[i] =
+      out.id[i] =
           int32_t(std::lower_bound(all_reps.begin(), all_reps.end(), rep[i]) - all_reps.begin());
+  out.num_clusters = int32_t(all_reps.size());
+  return out;
+}
+
+}  // namespace
+
+DbscanResult dbscan_distributed(const Comm& comm, const float* points, const int64_t* gid,
+                                int64_t n_local, int d, const DbscanParams& p, int index_bits) {
+  check_dbscan_input(points, n_local, d, p);
+  SIEVE_CHECK(index_bits == 0 || index_bits == 32 || index_bits == 64,
+              "DBSCAN: index_bits must be 0 (by N), 32 or 64, got ", index_bits);
+  const int P = comm.size(), me = comm.rank();
+  DbscanResult result;
+  result.label.assign(n_local, -1);
+  result.core.assign(n_local, 0);
+  const int64_t n_total = comm.allreduce_sum<int64_t>(n_local);
+  if (n_total == 0) return result;
+
+  // 1. Global grid and cell-range splitters from sampled keys.
+  std::vector<double> lo(d), hi(d);
+  for (int k = 0; k < d; ++k) {
+    double l = std::numeric_limits<double>::infinity(), h = -l;
+    for (int64_t i = 0; i < n_local; ++i) {
+      l = std::min(l, double(points[i * d + k]));
+      h = std::max(h, double(points[i * d + k]));
+    }
+    lo[k] = comm.allreduce_min(l);
+    hi[k] = comm.allreduce_max(h);
+  }
+  const Grid g = make_grid(lo, hi, p.eps);
+  std::vector<int64_t> mine;
+  {
+    std::vector<int64_t> sorted_keys(n_local);  // freed before the exchange
+    for (int64_t i = 0; i < n_local; ++i) sorted_keys[i] = g.key_of(points + i * d);
+    std::sort(sorted_keys.begin(), sorted_keys.end());
+    const int64_t samples = std::min<int64_t>(n_local, 256);
+    for (int64_t s = 0; s < samples; ++s) mine.push_back(sorted_keys[s * n_local / samples]);
+  }
+  std::vector<int64_t> all = comm.allgatherv(mine);
+  std::sort(all.begin(), all.end());
+  // Rank r owns keys in [split[r], split[r+1]); split[0] = -inf, split[P] = +inf.
+  std::vector<int64_t> split(P + 1);
+  split[0] = std::numeric_limits<int64_t>::min();
+  split[P] = std::numeric_limits<int64_t>::max();
+  for (int r = 1; r < P; ++r)
+    split[r] = all.empty() ? 0 : all[std::min(all.size() - 1, all.size() * r / P)];
+  auto owner = [&](int64_t i) {
+    const int64_t key = g.key_of(points + i * d);
+    return int(std::upper_bound(split.begin() + 1, split.end() - 1, key) - (split.begin() + 1));
+  };
+
+  // 2. Move each point to the owner of its cell (rows grouped by owner, in row order).
+  Routing to_owner;
+  to_owner.counts.assign(P, 0);
+  for (int64_t i = 0; i < n_local; ++i) ++to_owner.counts[owner(i)];
+  {
+    std::vector<int64_t> next(P, 0);
+    for (int r = 1; r < P; ++r) next[r] = next[r - 1] + to_owner.counts[r - 1];
+    to_owner.rows.resize(n_local);
+    for (int64_t i = 0; i < n_local; ++i) to_owner.rows[next[owner(i)]++] = i;
+  }
+  std::vector<float> xs;      // [n_own + n_halo, d]
+  std::vector<int64_t> ids;   // [n_own + n_halo] global ids
+  std::vector<int> own_from;  // [P] how many owned points came from each rank
+  exchange_points(comm, to_owner, d, points, gid, xs, ids, &own_from);
+  const int64_t n_own = int64_t(ids.size());
+
+  // 3. Halo: my owned points whose key lies within `reach` of another rank's cell range.
+  const int64_t reach = g.reach();
+  Routing halo;
+  halo.counts.assign(P, 0);
+  for (int r = 0; r < P; ++r) {
+    if (r == me) continue;
+    // Saturating bounds: split[0] / split[P] are the int64 extremes.
+    int64_t a = split[r] == std::numeric_limits<int64_t>::min() ? split[r] : split[r] - reach;
+    int64_t b =
+        split[r + 1] == std::numeric_limits<int64_t>::max() ? split[r + 1] : split[r + 1] + reach;
+    for (int64_t i = 0; i < n_own; ++i) {
+      int64_t k = g.key_of(xs.data() + i * d);
+      if (k >= a && k < b) {
+        halo.rows.push_back(i);
+        ++halo.counts[r];
+      }
+    }
+  }
+  std::vector<int> halo_from;
+  exchange_points(comm, halo, d, xs.data(), ids.data(), xs, ids, &halo_from);
+  const int64_t n_loc = int64_t(ids.size());
+
+  // 4-6 with the narrowest index type that holds this rank's points.
+  if (index_bits == 0) index_bits = dbscan_index_bits(n_loc);
+  OwnedLabels own = index_bits == 32
+                        ? label_local_points<int32_t>(comm, g, p, xs, ids, n_own, halo)
+                        : label_local_points<int64_t>(comm, g, p, xs, ids, n_own, halo);
 
   // Back to the input layout: owned rows arrived grouped by source rank, in send order.
-  std::vector<int32_t> back_id = alltoallv(comm, id, own_from, nullptr);
-  std::vector<uint8_t> back_core = alltoallv(comm, is_core, own_from, nullptr);
+  std::vector<int32_t> back_id = alltoallv(comm, own.id, own_from, nullptr);
+  std::vector<uint8_t> back_core = alltoallv(comm, own.is_core, own_from, nullptr);
   for (size_t k = 0; k < to_owner.rows.size(); ++k) {
     result.label[to_owner.rows[k]] = back_id[k];
     result.core[to_owner.rows[k]] = back_core[k];
   }
-  result.num_clusters = int32_t(all_reps.size());
+  result.num_clusters = own.num_clusters;
   int64_t noise = 0;
   for (int64_t i = 0; i < n_local; ++i) noise += result.label[i] < 0;
   result.num_noise = comm.allreduce_sum(noise);

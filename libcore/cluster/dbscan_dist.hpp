@@ -26,8 +26,9 @@ namespace sieve::cluster {
 
 // `points` [n_local, d] and `gid` [n_local] are this rank's share (gids unique over ranks).
 // Collective over `comm`. Returns labels and core flags for this rank's rows, in order;
-// num_clusters and num_noise are global totals.
+// num_clusters and num_noise are global totals. `index_bits` as in dbscan(), applied to
+// each rank's owned + halo points (0: by their count; ranks may differ).
 DbscanResult dbscan_distributed(const Comm& comm, const float* points, const int64_t* gid,
-                                int64_t n_local, int d, const DbscanParams& p);
+                                int64_t n_local, int d, const DbscanParams& p, int index_bits = 0);
 
 }  // namespace sieve::cluster

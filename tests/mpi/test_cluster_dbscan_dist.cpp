@@ -78,3 +78,26 @@ TEST(DbscanDistributed, EqualsSerialOnOneAndTwoRanks) {
     world.barrier();
   }
 }
+
+TEST(DbscanDistributed, BothIndexWidthsGiveIdenticalResults) {
+  // Each rank's owned + halo points with 32-bit and with 64-bit positions: same labels.
+  Comm world = Comm::world();
+  for (const auto& c : test::dbscan_cases()) {
+    SCOPED_TRACE(c.name);
+    const int64_t n = int64_t(c.x.size()) / c.d;
+    std::vector<float> mine;
+    std::vector<int64_t> gid;
+    for (int64_t i = world.rank(); i < n; i += world.size()) {
+      mine.insert(mine.end(), c.x.begin() + i * c.d, c.x.begin() + (i + 1) * c.d);
+      gid.push_back(i);
+    }
+    const DbscanParams p{c.eps, c.min_samples};
+    const int64_t m = int64_t(gid.size());
+    DbscanResult r32 = dbscan_distributed(world, mine.data(), gid.data(), m, c.d, p, 32);
+    DbscanResult r64 = dbscan_distributed(world, mine.data(), gid.data(), m, c.d, p, 64);
+    EXPECT_EQ(r32.label, r64.label);
+    EXPECT_EQ(r32.core, r64.core);
+    EXPECT_EQ(r32.num_clusters, r64.num_clusters);
+    EXPECT_EQ(r32.num_noise, r64.num_noise);
+  }
+}

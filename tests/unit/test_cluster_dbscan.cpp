@@ -1,7 +1,9 @@
 // Exactness of the grid DBSCAN against an independent all-pairs reference.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <random>
 
 #include "cluster/dbscan.hpp"
 #include "unit/test_cluster_reference.hpp"
@@ -58,4 +60,80 @@ TEST(Dbscan, BadParametersAndNaNAreErrors) {
   x[3] = std::nanf("");
   EXPECT_THROW(dbscan(x.data(), 2, 2, {0.5, 2}), Error);
   EXPECT_EQ(dbscan(x.data(), 0, 2, {0.5, 2}).label.size(), 0u);
+}
+
+TEST(Dbscan, IndexWidthIsChosenByN) {
+  // 32-bit positions, cell numbers and parents as long as n itself fits an int32.
+  EXPECT_EQ(dbscan_index_bits(0), 32);
+  EXPECT_EQ(dbscan_index_bits(100'000'000), 32);
+  EXPECT_EQ(dbscan_index_bits((int64_t(1) << 31) - 1), 32);
+  EXPECT_EQ(dbscan_index_bits(int64_t(1) << 31), 64);
+  EXPECT_EQ(dbscan_index_bits(int64_t(1) << 40), 64);
+  std::vector<float> x = {0, 0, 1, 1};
+  EXPECT_THROW(dbscan(x.data(), 2, 2, {0.5, 2}, 16), Error);
+}
+
+namespace {
+
+// Two tight blobs 10^4 eps apart: the key span is far above 8 n, so the cells are found by
+// binary search (no dense key table), with clusters to join across cells.
+test::Case far_blobs_case() {
+  test::Case c{"far_blobs_sparse_keys", 2, 0.05, 5, {}};
+  std::mt19937_64 rng(99);
+  std::normal_distribution<float> N(0, 0.1f);
+  for (int i = 0; i < 1500; ++i) {
+    const float off = i % 2 ? 500.f : 0.f;
+    c.x.push_back(off + N(rng));
+    c.x.push_back(off + N(rng));
+  }
+  return c;
+}
+
+}  // namespace
+
+TEST(Dbscan, BothIndexWidthsGiveIdenticalResults) {
+  auto cases = test::dbscan_cases();
+  cases.push_back(far_blobs_case());
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.name);
+    const int64_t n = int64_t(c.x.size()) / c.d;
+    const DbscanParams p{c.eps, c.min_samples};
+    DbscanResult r32 = dbscan(c.x.data(), n, c.d, p, 32);
+    DbscanResult r64 = dbscan(c.x.data(), n, c.d, p, 64);
+    DbscanResult by_n = dbscan(c.x.data(), n, c.d, p);
+    EXPECT_EQ(r32.label, r64.label);
+    EXPECT_EQ(r32.core, r64.core);
+    EXPECT_EQ(r32.num_clusters, r64.num_clusters);
+    EXPECT_EQ(r32.num_noise, r64.num_noise);
+    EXPECT_EQ(by_n.label, r32.label);
+    test::expect_matches_reference(c.x, c.d, c.eps,
+                                   test::reference_dbscan(c.x, c.d, c.eps, c.min_samples),
+                                   r32.label, r32.core);
+    // The cell layout itself is the same in both widths.
+    std::vector<double> lo(c.d, 1e30), hi(c.d, -1e30);
+    for (int64_t i = 0; i < n; ++i)
+      for (int k = 0; k < c.d; ++k) {
+        lo[k] = std::min(lo[k], double(c.x[i * c.d + k]));
+        hi[k] = std::max(hi[k], double(c.x[i * c.d + k]));
+      }
+    const Grid g = make_grid(lo, hi, c.eps);
+    auto a = build_cell_index<int32_t>(g, c.x.data(), n);
+    auto b = build_cell_index<int64_t>(g, c.x.data(), n);
+    EXPECT_TRUE(std::equal(a.order.begin(), a.order.end(), b.order.begin(), b.order.end()));
+    EXPECT_TRUE(std::equal(a.cell_start.begin(), a.cell_start.end(), b.cell_start.begin(),
+                           b.cell_start.end()));
+    EXPECT_EQ(a.cell_key, b.cell_key);
+    EXPECT_EQ(a.dense_span, b.dense_span);
+    for (int64_t k = 0; a.dense_span > 0 && k <= a.dense_span; ++k) {  // finds the cells
+      const int64_t want =
+          std::lower_bound(a.cell_key.begin(), a.cell_key.end(), a.dense_base + k) -
+          a.cell_key.begin();
+      ASSERT_EQ(a.first_cell(k), want) << "key " << k;
+      ASSERT_EQ(b.first_cell(k), want) << "key " << k;
+    }
+    if (c.name == "far_blobs_sparse_keys") {
+      EXPECT_EQ(a.dense_span, 0);
+      EXPECT_GE(r32.num_clusters, 2);  // the two blobs (and a stray group in a tail)
+    }
+  }
 }
