@@ -133,20 +133,31 @@ CellIndexT<I> build_cell_index(const Grid& g, const float* points, int64_t n) {
     ci.cell_start[cells] = I(n);
   } else {
     // Sorting by (key, index) makes the order, and everything after it, deterministic.
-    std::vector<std::pair<int64_t, I>> kv(n);
+    // Packed pairs (12 bytes with 32-bit indices) sorted in place: the default parallel
+    // sort (a multiway mergesort) would take a second copy of them.
+#pragma pack(push, 4)
+    struct KeyIndex {
+      int64_t key;
+      I index;
+      bool operator<(const KeyIndex& o) const {
+        return key < o.key || (key == o.key && index < o.index);
+      }
+    };
+#pragma pack(pop)
+    std::vector<KeyIndex> kv(n);
 #pragma omp parallel for schedule(static)
     for (int64_t i = 0; i < n; ++i) kv[i] = {g.key_of(points + i * d), I(i)};
-    __gnu_parallel::sort(kv.begin(), kv.end());
+    __gnu_parallel::sort(kv.begin(), kv.end(), __gnu_parallel::balanced_quicksort_tag());
     int64_t cells = 0;
     for (int64_t i = 0; i < n; ++i) {
-      ci.order[i] = kv[i].second;
-      cells += i == 0 || kv[i].first != kv[i - 1].first;
+      ci.order[i] = kv[i].index;
+      cells += i == 0 || kv[i].key != kv[i - 1].key;
     }
     ci.cell_key.reserve(cells);
     ci.cell_start.reserve(cells + 1);
     for (int64_t i = 0; i < n; ++i)
-      if (i == 0 || kv[i].first != kv[i - 1].first) {
-        ci.cell_key.push_back(kv[i].first);
+      if (i == 0 || kv[i].key != kv[i - 1].key) {
+        ci.cell_key.push_back(kv[i].key);
         ci.cell_start.push_back(I(i));
       }
     ci.cell_start.push_back(I(n));

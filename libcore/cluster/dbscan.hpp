@@ -142,7 +142,8 @@ void for_neighbor_cells(const Grid& g, const CellIndexT<I>& ci, int64_t c, F&& f
         continue;
       }
       auto first = std::lower_bound(ci.cell_key.begin(), ci.cell_key.end(), base - 2);
-      auto last = std::upper_bound(first, ci.cell_key.end(), base + 2);
+      auto last = first;  // at most 5 keys: a scan beats a second binary search
+      while (last != ci.cell_key.end() && *last <= base + 2) ++last;
       if (first < last)
         f(int64_t(first - ci.cell_key.begin()), int64_t(last - ci.cell_key.begin()));
     }
