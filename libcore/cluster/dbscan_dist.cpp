@@ -41,9 +41,16 @@ struct Routing {
 
 // Send rows (coordinates + gids) along `route`; append what arrives to xs/ids. The rows
 // are copied out before anything is appended, so xs_in / ids_in may point into xs / ids.
+// Each send buffer is freed once sent, and the first arrival becomes xs/ids (no copy).
 void exchange_points(const Comm& comm, const Routing& route, int d, const float* xs_in,
                      const int64_t* ids_in, std::vector<float>& xs, std::vector<int64_t>& ids,
                      std::vector<int>* recv_counts) {
+  auto append = [](auto& to, auto&& from) {
+    if (to.empty())
+      to = std::move(from);
+    else
+      to.insert(to.end(), from.begin(), from.end());
+  };
   std::vector<float> sx(route.rows.size() * d);
   std::vector<int64_t> sid(route.rows.size());
   for (size_t k = 0; k < route.rows.size(); ++k) {
@@ -52,9 +59,11 @@ void exchange_points(const Comm& comm, const Routing& route, int d, const float*
     sid[k] = ids_in[row];
   }
   std::vector<float> rx = alltoallv(comm, sx, scaled(route.counts, d), nullptr);
+  std::vector<float>().swap(sx);
+  append(xs, std::move(rx));
   std::vector<int64_t> rid = alltoallv(comm, sid, route.counts, recv_counts);
-  xs.insert(xs.end(), rx.begin(), rx.end());
-  ids.insert(ids.end(), rid.begin(), rid.end());
+  std::vector<int64_t>().swap(sid);
+  append(ids, std::move(rid));
 }
 
 // What the owner of a point decides: its cluster id (-1 noise) and core flag.
@@ -65,15 +74,16 @@ struct OwnedLabels {
 };
 
 // Steps 4-6 on this rank's owned + halo points (xs, ids: owned first), with sorted positions
-// and cells in I (int32_t when n_own + n_halo < 2^31).
+// and cells in I (int32_t when n_own + n_halo < 2^31). Takes xs to free it once sorted.
 template <typename I>
 OwnedLabels label_local_points(const Comm& comm, const Grid& g, const DbscanParams& p,
-                               const std::vector<float>& xs, const std::vector<int64_t>& ids,
+                               std::vector<float> xs, const std::vector<int64_t>& ids,
                                int64_t n_own, const Routing& halo) {
   const int64_t n_loc = int64_t(ids.size());
 
   // 4. Core flags: computed for owned points, received from the owners for halo points.
   const CellIndexT<I> ci = build_cell_index<I>(g, xs.data(), n_loc);
+  std::vector<float>().swap(xs);  // ci.xs holds them in sorted order
   std::vector<uint8_t> core;
   {
     std::vector<uint8_t> need(n_loc);
@@ -93,17 +103,19 @@ OwnedLabels label_local_points(const Comm& comm, const Grid& g, const DbscanPara
   std::vector<I> set = union_cores(g, ci, p.eps, core.data());
   auto gid_of = [&](int64_t i) { return ids[ci.order[i]]; };  // sorted position -> gid
   const std::vector<int64_t> set_min = number_sets(set, gid_of);
-  std::vector<int64_t> label_local(n_loc, -1);  // unsorted order: local set label of cores
-  for (int64_t i = 0; i < n_loc; ++i)
-    if (set[i] >= 0) label_local[ci.order[i]] = set_min[set[i]];
+  std::vector<I> row_set(n_loc, -1);  // unsorted order: local set of cores (borders: below)
+  for (int64_t i = 0; i < n_loc; ++i) row_set[ci.order[i]] = set[i];
+  auto label_of_row = [&](int64_t row) -> int64_t {
+    return row_set[row] >= 0 ? set_min[row_set[row]] : -1;
+  };
   std::vector<int64_t> pairs;  // (my label, owner's label) for core halo points
   {
     std::vector<int64_t> sent(halo.rows.size());
-    for (size_t k = 0; k < halo.rows.size(); ++k) sent[k] = label_local[halo.rows[k]];
+    for (size_t k = 0; k < halo.rows.size(); ++k) sent[k] = label_of_row(halo.rows[k]);
     std::vector<int64_t> got = alltoallv(comm, sent, halo.counts, nullptr);
     for (size_t k = 0; k < got.size(); ++k)
-      if (got[k] >= 0 && got[k] != label_local[n_own + k]) {
-        pairs.push_back(label_local[n_own + k]);
+      if (got[k] >= 0 && got[k] != label_of_row(n_own + int64_t(k))) {
+        pairs.push_back(label_of_row(n_own + int64_t(k)));
         pairs.push_back(got[k]);
       }
   }
@@ -126,17 +138,16 @@ OwnedLabels label_local_points(const Comm& comm, const Grid& g, const DbscanPara
     if (a > b) std::swap(a, b);
     if (a != b) parent[b] = a;  // names are sorted: the root is the smallest label
   }
-  std::vector<int64_t> name_rep(names.size());  // resolved up front: read-only below
-  for (size_t k = 0; k < names.size(); ++k) name_rep[k] = names[find(int64_t(k))];
-  auto global_label = [&](int64_t local) {
-    auto it = std::lower_bound(names.begin(), names.end(), local);
-    if (it == names.end() || *it != local) return local;
-    return name_rep[it - names.begin()];
-  };
+  // Global label of each local set: the smallest core gid of its cluster.
+  std::vector<int64_t> set_rep(set_min.size());
+  for (size_t k = 0; k < set_min.size(); ++k) {
+    auto it = std::lower_bound(names.begin(), names.end(), set_min[k]);
+    set_rep[k] =
+        it == names.end() || *it != set_min[k] ? set_min[k] : names[find(it - names.begin())];
+  }
 
-  // 6. Owned points: cores and borders get a global label (smallest core gid of the cluster).
+  // 6. Owned borders join the set of their anchor (row_set); cores are already in theirs.
   OwnedLabels out;
-  std::vector<int64_t> rep(n_own, -1);  // unsorted owned order
   out.is_core.assign(n_own, 0);
   const int64_t cells = ci.cells();
 #pragma omp parallel for schedule(dynamic, 64)
@@ -146,25 +157,27 @@ OwnedLabels label_local_points(const Comm& comm, const Grid& g, const DbscanPara
       if (row >= n_own) continue;
       if (core[i]) {
         out.is_core[row] = 1;
-        rep[row] = global_label(label_local[row]);
       } else {
         int64_t a = border_anchor(g, ci, p.eps, core.data(), gid_of, c, i);
-        if (a >= 0) rep[row] = global_label(set_min[set[a]]);
+        if (a >= 0) row_set[row] = set[a];
       }
     }
+  // Clusters are numbered by their global label over all ranks.
   std::vector<int64_t> reps;
   for (int64_t i = 0; i < n_own; ++i)
-    if (out.is_core[i]) reps.push_back(rep[i]);
+    if (out.is_core[i]) reps.push_back(set_rep[row_set[i]]);
   std::sort(reps.begin(), reps.end());
   reps.erase(std::unique(reps.begin(), reps.end()), reps.end());
   std::vector<int64_t> all_reps = comm.allgatherv(reps);
   std::sort(all_reps.begin(), all_reps.end());
   all_reps.erase(std::unique(all_reps.begin(), all_reps.end()), all_reps.end());
+  std::vector<int32_t> set_id(set_rep.size());
+  for (size_t k = 0; k < set_rep.size(); ++k)
+    set_id[k] =
+        int32_t(std::lower_bound(all_reps.begin(), all_reps.end(), set_rep[k]) - all_reps.begin());
   out.id.assign(n_own, -1);
   for (int64_t i = 0; i < n_own; ++i)
-    if (rep[i] >= 0)
-      out.id[i] =
-          int32_t(std::lower_bound(all_reps.begin(), all_reps.end(), rep[i]) - all_reps.begin());
+    if (row_set[i] >= 0) out.id[i] = set_id[row_set[i]];
   out.num_clusters = int32_t(all_reps.size());
   return out;
 }
@@ -216,20 +229,26 @@ DbscanResult dbscan_distributed(const Comm& comm, const float* points, const int
     return int(std::upper_bound(split.begin() + 1, split.end() - 1, key) - (split.begin() + 1));
   };
 
-  // 2. Move each point to the owner of its cell (rows grouped by owner, in row order).
-  Routing to_owner;
-  to_owner.counts.assign(P, 0);
-  for (int64_t i = 0; i < n_local; ++i) ++to_owner.counts[owner(i)];
-  {
-    std::vector<int64_t> next(P, 0);
-    for (int r = 1; r < P; ++r) next[r] = next[r - 1] + to_owner.counts[r - 1];
-    to_owner.rows.resize(n_local);
-    for (int64_t i = 0; i < n_local; ++i) to_owner.rows[next[owner(i)]++] = i;
-  }
+  // 2. Move each point to the owner of its cell (rows grouped by owner, in row order; the
+  // row list is freed after the exchange and the order recomputed for the way back).
+  std::vector<int> to_owner_counts(P, 0);
+  for (int64_t i = 0; i < n_local; ++i) ++to_owner_counts[owner(i)];
+  auto first_of_owner = [&] {
+    std::vector<int64_t> first(P, 0);
+    for (int r = 1; r < P; ++r) first[r] = first[r - 1] + to_owner_counts[r - 1];
+    return first;
+  };
   std::vector<float> xs;      // [n_own + n_halo, d]
   std::vector<int64_t> ids;   // [n_own + n_halo] global ids
   std::vector<int> own_from;  // [P] how many owned points came from each rank
-  exchange_points(comm, to_owner, d, points, gid, xs, ids, &own_from);
+  {
+    Routing to_owner;
+    to_owner.counts = to_owner_counts;
+    to_owner.rows.resize(n_local);
+    std::vector<int64_t> next = first_of_owner();
+    for (int64_t i = 0; i < n_local; ++i) to_owner.rows[next[owner(i)]++] = i;
+    exchange_points(comm, to_owner, d, points, gid, xs, ids, &own_from);
+  }
   const int64_t n_own = int64_t(ids.size());
 
   // 3. Halo: my owned points whose key lies within `reach` of another rank's cell range.
@@ -257,15 +276,17 @@ DbscanResult dbscan_distributed(const Comm& comm, const float* points, const int
   // 4-6 with the narrowest index type that holds this rank's points.
   if (index_bits == 0) index_bits = dbscan_index_bits(n_loc);
   OwnedLabels own = index_bits == 32
-                        ? label_local_points<int32_t>(comm, g, p, xs, ids, n_own, halo)
-                        : label_local_points<int64_t>(comm, g, p, xs, ids, n_own, halo);
+                        ? label_local_points<int32_t>(comm, g, p, std::move(xs), ids, n_own, halo)
+                        : label_local_points<int64_t>(comm, g, p, std::move(xs), ids, n_own, halo);
 
   // Back to the input layout: owned rows arrived grouped by source rank, in send order.
   std::vector<int32_t> back_id = alltoallv(comm, own.id, own_from, nullptr);
   std::vector<uint8_t> back_core = alltoallv(comm, own.is_core, own_from, nullptr);
-  for (size_t k = 0; k < to_owner.rows.size(); ++k) {
-    result.label[to_owner.rows[k]] = back_id[k];
-    result.core[to_owner.rows[k]] = back_core[k];
+  std::vector<int64_t> next = first_of_owner();
+  for (int64_t i = 0; i < n_local; ++i) {
+    const int64_t k = next[owner(i)]++;
+    result.label[i] = back_id[k];
+    result.core[i] = back_core[k];
   }
   result.num_clusters = own.num_clusters;
   int64_t noise = 0;
