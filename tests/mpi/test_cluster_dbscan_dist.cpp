@@ -14,8 +14,9 @@ using namespace sieve::cluster;
 namespace {
 
 // Run the distributed DBSCAN on `comm` with the rows dealt round-robin (so every rank's
-// share is spread over space), and gather the labels back into input order.
-DbscanResult run_split(const Comm& comm, const test::Case& c) {
+// share is spread over space), and gather the labels back into input order. index_bits:
+// as in dbscan_distributed (0: by each rank's point count).
+DbscanResult run_split(const Comm& comm, const test::Case& c, int index_bits = 0) {
   const int64_t n = int64_t(c.x.size()) / c.d;
   std::vector<float> mine;
   std::vector<int64_t> gid;
@@ -24,7 +25,7 @@ DbscanResult run_split(const Comm& comm, const test::Case& c) {
     gid.push_back(i);
   }
   DbscanResult part = dbscan_distributed(comm, mine.data(), gid.data(), int64_t(gid.size()), c.d,
-                                         {c.eps, c.min_samples});
+                                         {c.eps, c.min_samples}, index_bits);
   std::vector<int64_t> all_gid = comm.allgatherv(gid);
   std::vector<int32_t> all_label = comm.allgatherv(part.label);
   std::vector<uint8_t> all_core = comm.allgatherv(part.core);
@@ -81,20 +82,10 @@ TEST(DbscanDistributed, EqualsSerialOnOneAndTwoRanks) {
 
 TEST(DbscanDistributed, BothIndexWidthsGiveIdenticalResults) {
   // Each rank's owned + halo points with 32-bit and with 64-bit positions: same labels.
-  Comm world = Comm::world();
   for (const auto& c : test::dbscan_cases()) {
     SCOPED_TRACE(c.name);
-    const int64_t n = int64_t(c.x.size()) / c.d;
-    std::vector<float> mine;
-    std::vector<int64_t> gid;
-    for (int64_t i = world.rank(); i < n; i += world.size()) {
-      mine.insert(mine.end(), c.x.begin() + i * c.d, c.x.begin() + (i + 1) * c.d);
-      gid.push_back(i);
-    }
-    const DbscanParams p{c.eps, c.min_samples};
-    const int64_t m = int64_t(gid.size());
-    DbscanResult r32 = dbscan_distributed(world, mine.data(), gid.data(), m, c.d, p, 32);
-    DbscanResult r64 = dbscan_distributed(world, mine.data(), gid.data(), m, c.d, p, 64);
+    DbscanResult r32 = run_split(Comm::world(), c, 32);
+    DbscanResult r64 = run_split(Comm::world(), c, 64);
     EXPECT_EQ(r32.label, r64.label);
     EXPECT_EQ(r32.core, r64.core);
     EXPECT_EQ(r32.num_clusters, r64.num_clusters);
