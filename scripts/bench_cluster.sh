@@ -5,7 +5,9 @@
 #
 #   scripts/bench_cluster.sh [BUILD_DIR] [SIZES...]
 #   env: THREADS (default 2), SKLEARN_MEM_GB (address-space limit for sklearn, default 8),
-#        SKLEARN_TIMEOUT_S (default 600), SKLEARN_MAX_N (skip sklearn above, default 10000000)
+#        SKLEARN_TIMEOUT_S (default 600), SKLEARN_MAX_N (skip sklearn above, default 10000000),
+#        DBSCAN_PKG_MAX_N (skip the dbscan package above; default: never skip. It needs
+#        ~0.4 KB a point: 4.1 GB at 10 M, killed at 23 GB on 100 M)
 #
 # Peak memory: each DBSCAN process runs under /usr/bin/time; sieve_rss is the peak resident
 # set of bench_cluster_dbscan (points generated in the process + the clustering), the dbscan
@@ -28,6 +30,7 @@ export OMP_WAIT_POLICY="${OMP_WAIT_POLICY:-passive}"
 mem_gb="${SKLEARN_MEM_GB:-8}"
 timeout_s="${SKLEARN_TIMEOUT_S:-600}"
 max_n="${SKLEARN_MAX_N:-10000000}"
+pkg_max_n="${DBSCAN_PKG_MAX_N:-}"
 bin="$build/bench/bench_cluster_dbscan"
 [ -x "$bin" ] || { echo "missing $bin (make bench_cluster_dbscan)" >&2; exit 1; }
 venv="${SIEVE_BENCH_VENV:-$here/../.venv-bench}"
@@ -72,7 +75,9 @@ for n in "${sizes[@]}"; do
   fi
   printf "%-9s %-8.4g %-4s %-9s %-9s %-9s %-8s %-8s %-30s %-10s %-8s %-8s\n" "$n" "$eps" "$thr" "$wall" \
     "$cpu" "$rss" "$clusters" "$noise" "$sk" "$skcpu" "$speed" "$speedc"
-  if [ $has_dbscan -eq 1 ]; then
+  if [ $has_dbscan -eq 1 ] && [ -n "$pkg_max_n" ] && [ "$n" -gt "$pkg_max_n" ]; then
+    echo "  dbscan package: skipped (N > DBSCAN_PKG_MAX_N = $pkg_max_n)"
+  elif [ $has_dbscan -eq 1 ]; then
     set +e
     out="$(OMP_NUM_THREADS="$threads" PARLAY_NUM_THREADS="$threads" timeout "$timeout_s" \
       /usr/bin/time -f "%M" -o "$tmp/rss" \
