@@ -157,7 +157,7 @@ CellIndexT<I> build_cell_index(const Grid& g, const float* points, int64_t n) {
     ci.cell_start.reserve(cells + 1);
     for (int64_t i = 0; i < n; ++i)
       if (i == 0 || kv[i].key != kv[i - 1].key) {
-        ci.cell_key.push_back(kv[i].key);
+        ci.cell_key.push_back(int64_t{kv[i].key});  // a copy: the member is not 8-aligned
         ci.cell_start.push_back(I(i));
       }
     ci.cell_start.push_back(I(n));
