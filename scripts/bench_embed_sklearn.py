@@ -16,6 +16,7 @@ exactly in the embedding; the output line then carries sampled=<points> before k
 Run with Debian's /usr/bin/python3 (python3-sklearn 1.2, numpy, h5py).
 """
 import argparse
+import contextlib
 import os
 import sys
 import time
@@ -127,8 +128,11 @@ def opentsne(a):
     from openTSNE import TSNE as OpenTSNE
     x = load_x(a.input, a.subset)
     t0 = time.time()
-    emb = np.asarray(OpenTSNE(n_components=2, perplexity=a.perplexity, n_jobs=2,
-                              random_state=a.seed).fit(x))
+    # verbose: openTSNE's own phase timings (k-NN, affinities, each optimisation phase), to
+    # stderr so that stdout keeps the one result line the bench scripts parse.
+    with contextlib.redirect_stdout(sys.stderr):
+        emb = np.asarray(OpenTSNE(n_components=2, perplexity=a.perplexity, n_jobs=2,
+                                  random_state=a.seed, verbose=a.verbose).fit(x))
     secs = time.time() - t0
     pres = preservation(input_knn(a.input, x), emb)
     print(f"opentsne n={len(x)} seconds={secs:.2f} {sampled_note(len(x))}knn10={pres:.4f}",
@@ -176,6 +180,7 @@ def main():
     o.add_argument("--subset", type=int, default=None)
     o.add_argument("--perplexity", type=float, default=30.0)
     o.add_argument("--seed", type=int, default=1)
+    o.add_argument("--verbose", action="store_true", help="openTSNE's phase timings on stderr")
     c = sub.add_parser("pca")
     c.add_argument("--input", required=True)
     c.add_argument("--components", type=int, default=50)

@@ -14,8 +14,9 @@ packages=(
   libboost-program-options-dev libyaml-cpp-dev nlohmann-json3-dev
   # math
   libopenblas-dev liblapacke-dev libdnnl-dev libfftw3-dev zlib1g-dev
-  # approximate nearest neighbours (header-only): the k-NN of large t-SNE inputs
-  libhnswlib-dev
+  # approximate nearest neighbours: the k-NN of large t-SNE inputs (hnswlib header-only;
+  # faiss's inverted-file index, a static library)
+  libhnswlib-dev libfaiss-dev
   # image-folder ingest: JPEG (libjpeg-turbo) and PNG decoding
   libjpeg62-turbo-dev libpng-dev
   # Debian's oneDNN is built with its OpenCL runtime: its CMake config wants the headers

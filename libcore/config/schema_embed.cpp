@@ -14,8 +14,7 @@ void add_embed_keys(ConfigSchema& s) {
   s.add_float("embed.tsne.perplexity", 30.0, "perplexity; k = 3 x perplexity neighbours", 1.0,
               1000.0);
   s.add_int("embed.tsne.iterations", 750, "total gradient-descent iterations", 1, 100000);
-  s.add_float("embed.tsne.early_exaggeration", 12.0, "P multiplier in the early phase", 1.0,
-              100.0);
+  s.add_float("embed.tsne.early_exaggeration", 12.0, "P multiplier in the early phase", 1.0, 100.0);
   s.add_int("embed.tsne.exaggeration_iterations", 250,
             "iterations with early exaggeration (momentum switches here too)", 0, 100000);
   s.add_float("embed.tsne.learning_rate", 0.0,
@@ -34,10 +33,16 @@ void add_embed_keys(ConfigSchema& s) {
                {"auto", "fft", "barnes_hut", "exact"});
   s.add_string("embed.tsne.knn", "auto",
                "input k-NN of the affinities (k = 3 x perplexity): exact (blocked GEMM, "
-               "2 N^2 D flops) or hnsw (approximate, hnswlib graph; recall about 0.99 at k = 90 "
-               "on 50-D clusters, built single-threaded so it is reproducible); auto = exact "
-               "below 1000000 points, else hnsw (crossover estimate in docs/embed.md)",
-               {"auto", "exact", "hnsw"});
+               "2 N^2 D flops), hnsw (approximate, hnswlib graph, built single-threaded so it "
+               "is reproducible; slow to build) or ivf (approximate, faiss inverted file: "
+               "k-means lists, 32 probed); auto = exact below 1000000 points, else hnsw "
+               "(docs/embed.md has recall and times)",
+               {"auto", "exact", "hnsw", "ivf"});
+  s.add_string("embed.tsne.locality_order", "auto",
+               "embed the points in a k-means cell order (each one's neighbours near in "
+               "memory; the output keeps the input order): on, off; auto = on from 100000 "
+               "points",
+               {"auto", "on", "off"});
   s.add_string("embed.tsne.init", "pca",
                "initial positions: pca (leading PCA components) or random (seeded from run.seed); "
                "both scaled to std 1e-4",
@@ -45,8 +50,10 @@ void add_embed_keys(ConfigSchema& s) {
   s.add_float("embed.tsne.theta", 0.5, "Barnes-Hut opening angle", 0.0, 2.0);
   s.add_bool("embed.tsne.per_class", false,
              "run t-SNE separately for each class (else over all points together)");
-  s.add_int("embed.tsne.progress_every", 50, "print KL, iterations/s and ETA every this many "
-            "iterations", 1);
+  s.add_int("embed.tsne.progress_every", 50,
+            "print KL, iterations/s and ETA every this many "
+            "iterations",
+            1);
   s.add_int("embed.quality.trustworthiness_points", 2000,
             "trustworthiness is averaged over at most this many points (a fixed subsample)", 10);
 }

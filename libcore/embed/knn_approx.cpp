@@ -1,11 +1,17 @@
 #include "embed/knn_approx.hpp"
 
+#include <faiss/Clustering.h>
+#include <faiss/IndexFlat.h>
+#include <faiss/IndexIVFFlat.h>
 #include <hnswlib/hnswlib.h>
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
+#include <cmath>
 #include <exception>
 #include <limits>
+#include <numeric>
 #include <utility>
 #include <vector>
 
@@ -24,7 +30,8 @@ KnnMethod parse_knn_method(const std::string& name) {
   if (name == "auto") return KnnMethod::Auto;
   if (name == "exact") return KnnMethod::Exact;
   if (name == "hnsw") return KnnMethod::Hnsw;
-  throw UsageError(cat("unknown k-NN method '", name, "' (auto, exact, hnsw)"));
+  if (name == "ivf") return KnnMethod::Ivf;
+  throw UsageError(cat("unknown k-NN method '", name, "' (auto, exact, hnsw, ivf)"));
 }
 
 const char* knn_method_name(KnnMethod m) {
@@ -35,6 +42,8 @@ const char* knn_method_name(KnnMethod m) {
       return "exact";
     case KnnMethod::Hnsw:
       return "hnsw";
+    case KnnMethod::Ivf:
+      return "ivf";
   }
   return "?";
 }
@@ -44,13 +53,70 @@ KnnMethod resolve_knn_method(KnnMethod m, int64_t N) {
   return N >= kHnswMinPoints ? KnnMethod::Hnsw : KnnMethod::Exact;
 }
 
-void knn_hnsw(const float* X, int64_t N, int64_t D, int64_t k, int64_t q0, int64_t q1, int32_t* idx,
-              float* d2, const HnswParams& params) {
+namespace {
+
+void check_search_args(int64_t N, int64_t k, int64_t q0, int64_t q1) {
   SIEVE_CHECK(k >= 1 && k <= N - 1, "k-NN: k = ", k, " needs 1 <= k <= N-1 (N = ", N, ")");
   SIEVE_CHECK(N < int64_t(std::numeric_limits<int32_t>::max()), "k-NN: ", N,
               " points exceed the int32 neighbour ids");
   SIEVE_CHECK(0 <= q0 && q0 <= q1 && q1 <= N, "k-NN: query rows [", q0, ",", q1, ") outside [0,", N,
               ")");
+}
+
+// One query's answer from an approximate search's candidates (any order; the row itself
+// and -1 entries are skipped): distances recomputed from X in double, so that they do not
+// depend on the library's SIMD kernel, then (distance, index) order as knn_exact, the
+// farthest dropped when the row itself was not among the candidates. False when fewer than
+// k other rows came back (the caller answers that row exactly).
+template <class Id>
+bool finish_row(const float* X, int64_t D, int64_t k, int64_t i, const Id* cand, int64_t ncand,
+                std::vector<std::pair<float, int32_t>>& hits, int32_t* idx_row, float* d2_row) {
+  const float* xi = X + i * D;
+  hits.clear();
+  for (int64_t t = 0; t < ncand; ++t) {
+    const int64_t j = int64_t(cand[t]);
+    if (j < 0 || j == i) continue;
+    double s = 0.0;
+    for (int64_t c = 0; c < D; ++c) {
+      const double u = double(xi[c]) - double(X[j * D + c]);
+      s += u * u;
+    }
+    hits.emplace_back(float(s), int32_t(j));
+  }
+  if (int64_t(hits.size()) < k) return false;
+  std::sort(hits.begin(), hits.end());
+  for (int64_t t = 0; t < k; ++t) {
+    idx_row[t] = hits[size_t(t)].second;
+    d2_row[t] = hits[size_t(t)].first;
+  }
+  return true;
+}
+
+// A search that ends with fewer than k other rows (a graph region it could not leave, many
+// exact duplicates, probed lists too small) is answered exactly; on clustered data this
+// did not happen.
+void answer_short_rows_exactly(const char* what, std::vector<int64_t>& short_rows, const float* X,
+                               int64_t N, int64_t D, int64_t k, int64_t q0, int64_t nq,
+                               int32_t* idx, float* d2) {
+  if (short_rows.empty()) return;
+  std::sort(short_rows.begin(), short_rows.end());
+  log::infof("k-NN (", what, "): ", short_rows.size(), " of ", nq,
+             " searches returned fewer than k = ", k, " rows; those are searched exactly");
+  std::vector<int32_t> si(short_rows.size() * size_t(k));
+  std::vector<float> sd(si.size());
+  knn_queries(X, N, D, k, short_rows.data(), int64_t(short_rows.size()), si.data(), sd.data());
+  for (size_t r = 0; r < short_rows.size(); ++r) {
+    const int64_t q = short_rows[r] - q0;
+    std::copy(si.begin() + int64_t(r) * k, si.begin() + int64_t(r + 1) * k, idx + q * k);
+    std::copy(sd.begin() + int64_t(r) * k, sd.begin() + int64_t(r + 1) * k, d2 + q * k);
+  }
+}
+
+}  // namespace
+
+void knn_hnsw(const float* X, int64_t N, int64_t D, int64_t k, int64_t q0, int64_t q1, int32_t* idx,
+              float* d2, const HnswParams& params) {
+  check_search_args(N, k, q0, q1);
   hnswlib::L2Space space(static_cast<size_t>(D));
   hnswlib::HierarchicalNSW<float> index(&space, static_cast<size_t>(N), size_t(params.M),
                                         size_t(params.ef_construction), size_t(params.seed));
@@ -75,39 +141,23 @@ void knn_hnsw(const float* X, int64_t N, int64_t D, int64_t k, int64_t q0, int64
 #pragma omp parallel if (N >= kMinPointsForThreads)
   {
     std::vector<std::pair<float, int32_t>> hits;
-    std::vector<int64_t> my_short;
+    std::vector<int64_t> cand, my_short;
 #pragma omp for schedule(dynamic, 64) nowait
     for (int64_t q = 0; q < nq; ++q) {
       const int64_t i = q0 + q;
-      const float* xi = X + i * D;
+      cand.clear();
       try {
-        auto found = index.searchKnn(xi, size_t(k + 1));
-        hits.clear();
-        for (; !found.empty(); found.pop()) {
-          const int64_t j = int64_t(found.top().second);
-          if (j == i) continue;
-          double s = 0.0;
-          for (int64_t c = 0; c < D; ++c) {
-            const double t = double(xi[c]) - double(X[j * D + c]);
-            s += t * t;
-          }
-          hits.emplace_back(float(s), int32_t(j));
-        }
+        for (auto found = index.searchKnn(X + i * D, size_t(k + 1)); !found.empty(); found.pop())
+          cand.push_back(int64_t(found.top().second));
       } catch (...) {
 #pragma omp critical(sieve_knn_hnsw_failure)
         if (!failure) failure = std::current_exception();
-        hits.clear();
+        cand.clear();
       }
-      if (int64_t(hits.size()) < k) {
+      if (!finish_row(X, D, k, i, cand.data(), int64_t(cand.size()), hits, idx + q * k,
+                      d2 + q * k)) {
         my_short.push_back(i);
         continue;
-      }
-      // (distance, index) order as knn_exact; the farthest of k + 1 goes when the row
-      // itself was not among the hits.
-      std::sort(hits.begin(), hits.end());
-      for (int64_t t = 0; t < k; ++t) {
-        idx[q * k + t] = hits[size_t(t)].second;
-        d2[q * k + t] = hits[size_t(t)].first;
       }
       const int64_t n = done.fetch_add(1, std::memory_order_relaxed) + 1;
 #ifdef _OPENMP
@@ -122,29 +172,136 @@ void knn_hnsw(const float* X, int64_t N, int64_t D, int64_t k, int64_t q0, int64
   if (failure) std::rethrow_exception(failure);
   progress.update(nq);
   progress.finish();
-  // A search that ends with fewer than k other rows (a graph region it could not leave,
-  // many exact duplicates) is answered exactly; on clustered data this did not happen.
-  if (!short_rows.empty()) {
-    std::sort(short_rows.begin(), short_rows.end());
-    log::infof("k-NN (hnsw): ", short_rows.size(), " of ", nq,
-               " searches returned fewer than k = ", k, " rows; those are searched exactly");
-    std::vector<int32_t> si(short_rows.size() * size_t(k));
-    std::vector<float> sd(si.size());
-    knn_queries(X, N, D, k, short_rows.data(), int64_t(short_rows.size()), si.data(), sd.data());
-    for (size_t r = 0; r < short_rows.size(); ++r) {
-      const int64_t q = short_rows[r] - q0;
-      std::copy(si.begin() + int64_t(r) * k, si.begin() + int64_t(r + 1) * k, idx + q * k);
-      std::copy(sd.begin() + int64_t(r) * k, sd.begin() + int64_t(r + 1) * k, d2 + q * k);
-    }
+  answer_short_rows_exactly("hnsw", short_rows, X, N, D, k, q0, nq, idx, d2);
+}
+
+int64_t ivf_lists(int64_t N, const IvfParams& params) {
+  if (params.lists > 0) return std::min(params.lists, N);
+  const int64_t by_size = std::llround(4.0 * std::sqrt(double(N)));
+  return std::max<int64_t>(1, std::min(by_size, N / 64));
+}
+
+void knn_ivf(const float* X, int64_t N, int64_t D, int64_t k, int64_t q0, int64_t q1, int32_t* idx,
+             float* d2, const IvfParams& params) {
+  check_search_args(N, k, q0, q1);
+  const int64_t lists = ivf_lists(N, params);
+  const int64_t probes = std::min(lists, params.probes > 0 ? params.probes : kIvfDefaultProbes);
+  faiss::IndexFlatL2 centres(D);
+  faiss::IndexIVFFlat index(&centres, D, size_t(lists), faiss::METRIC_L2);
+  index.cp.niter = params.iterations;
+  index.cp.seed = int(params.seed);
+  index.cp.max_points_per_centroid = int(std::max<int64_t>(1, params.train_per_list));
+  index.cp.min_points_per_centroid = 1;  // small N: fewer rows a list is fine, no warning
+  index.verbose = false;
+  {
+    const auto t0 = std::chrono::steady_clock::now();
+    index.train(N, X);  // faiss takes its seeded sample of lists x train_per_list rows
+    index.add(N, X);
+    log::infof("k-NN (ivf): ", lists, " lists (k-means on ",
+               std::min<int64_t>(N, lists * params.train_per_list), " rows, ", params.iterations,
+               " iterations) of ", N, " rows built in ",
+               log::format_duration(
+                   std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count()),
+               "; ", probes, " probed a query");
   }
+  index.nprobe = size_t(probes);
+  // Queries in blocks: faiss spreads a block over its OpenMP threads (the centre distances
+  // as one GEMM); the block's labels [B, k+1] are then finished row by row here.
+  const int64_t nq = q1 - q0, kk = k + 1, block = 16384;
+  std::vector<faiss::Index::idx_t> labels(size_t(std::min(nq, block) * kk));
+  std::vector<float> fd(labels.size());
+  std::vector<int64_t> short_rows;
+  log::Progress progress("k-NN (ivf): queries", nq, "points", 10.0);
+  for (int64_t b0 = 0; b0 < nq; b0 += block) {
+    const int64_t nb = std::min(block, nq - b0);
+    index.search(nb, X + (q0 + b0) * D, kk, fd.data(), labels.data());
+#pragma omp parallel if (N >= kMinPointsForThreads)
+    {
+      std::vector<std::pair<float, int32_t>> hits;
+      std::vector<int64_t> my_short;
+#pragma omp for schedule(static)
+      for (int64_t r = 0; r < nb; ++r) {
+        const int64_t q = b0 + r;
+        if (!finish_row(X, D, k, q0 + q, labels.data() + r * kk, kk, hits, idx + q * k, d2 + q * k))
+          my_short.push_back(q0 + q);
+      }
+#pragma omp critical(sieve_knn_ivf_short)
+      short_rows.insert(short_rows.end(), my_short.begin(), my_short.end());
+    }
+    progress.update(b0 + nb);
+  }
+  progress.finish();
+  answer_short_rows_exactly("ivf", short_rows, X, N, D, k, q0, nq, idx, d2);
+}
+
+namespace {
+
+// Seeded k-means of the n rows of X [n,D] into `cells` centres; returns each row's centre.
+std::vector<faiss::Index::idx_t> kmeans_cells(const float* X, int64_t n, int64_t D, int64_t cells,
+                                              uint64_t seed) {
+  faiss::ClusteringParameters cp;
+  cp.niter = 8;
+  cp.seed = int(seed);
+  cp.max_points_per_centroid = 64;
+  cp.min_points_per_centroid = 1;
+  faiss::Clustering kmeans(int(D), size_t(cells), cp);
+  faiss::IndexFlatL2 centres(D);
+  kmeans.train(n, X, centres);
+  std::vector<faiss::Index::idx_t> cell_of(static_cast<size_t>(n));
+  std::vector<float> dist(static_cast<size_t>(n));
+  centres.search(n, X, 1, dist.data(), cell_of.data());
+  return cell_of;
+}
+
+}  // namespace
+
+std::vector<int64_t> locality_order(const float* X, int64_t N, int64_t D, uint64_t seed) {
+  std::vector<int64_t> order(static_cast<size_t>(std::max<int64_t>(N, 0)));
+  std::iota(order.begin(), order.end(), int64_t(0));
+  const int64_t cells =
+      std::max<int64_t>(1, std::min<int64_t>(std::llround(std::sqrt(double(N))), N / 64));
+  if (cells < 2) return order;
+  // Two levels: rows into ~sqrt N cells, and the cells' centres into ~sqrt(cells) groups,
+  // so that the cells of one region of space (whose rows are each other's neighbours) are
+  // also adjacent; one level alone leaves them in an arbitrary order.
+  const std::vector<faiss::Index::idx_t> cell_of = kmeans_cells(X, N, D, cells, seed);
+  std::vector<float> centre(static_cast<size_t>(cells * D), 0.f);
+  {
+    std::vector<double> sum(centre.size(), 0.0);
+    std::vector<int64_t> count(static_cast<size_t>(cells), 0);
+    for (int64_t i = 0; i < N; ++i) {
+      const int64_t c = cell_of[size_t(i)];
+      ++count[size_t(c)];
+      for (int64_t j = 0; j < D; ++j) sum[size_t(c * D + j)] += X[i * D + j];
+    }
+    for (int64_t c = 0; c < cells; ++c)
+      for (int64_t j = 0; j < D; ++j)
+        centre[size_t(c * D + j)] =
+            count[size_t(c)] > 0 ? float(sum[size_t(c * D + j)] / double(count[size_t(c)])) : 0.f;
+  }
+  const int64_t groups = std::llround(std::sqrt(double(cells)));
+  std::vector<faiss::Index::idx_t> group_of(static_cast<size_t>(cells), 0);
+  if (groups >= 2) group_of = kmeans_cells(centre.data(), cells, D, groups, seed + 1);
+  std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) {
+    const int64_t ca = cell_of[size_t(a)], cb = cell_of[size_t(b)];
+    const int64_t ga = group_of[size_t(ca)], gb = group_of[size_t(cb)];
+    return ga != gb ? ga < gb : ca < cb;
+  });
+  return order;
 }
 
 void knn_search(KnnMethod m, const float* X, int64_t N, int64_t D, int64_t k, int64_t q0,
                 int64_t q1, int32_t* idx, float* d2) {
-  if (resolve_knn_method(m, N) == KnnMethod::Hnsw)
-    knn_hnsw(X, N, D, k, q0, q1, idx, d2);
-  else
-    knn_exact(X, N, D, k, q0, q1, idx, d2);
+  switch (resolve_knn_method(m, N)) {
+    case KnnMethod::Hnsw:
+      knn_hnsw(X, N, D, k, q0, q1, idx, d2);
+      return;
+    case KnnMethod::Ivf:
+      knn_ivf(X, N, D, k, q0, q1, idx, d2);
+      return;
+    default:
+      knn_exact(X, N, D, k, q0, q1, idx, d2);
+  }
 }
 
 }  // namespace sieve::embed

@@ -17,11 +17,12 @@
 #pragma once
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace sieve::embed {
 
-enum class KnnMethod { Auto, Exact, Hnsw };
-KnnMethod parse_knn_method(const std::string& name);  // "auto", "exact", "hnsw"
+enum class KnnMethod { Auto, Exact, Hnsw, Ivf };
+KnnMethod parse_knn_method(const std::string& name);  // "auto", "exact", "hnsw", "ivf"
 const char* knn_method_name(KnnMethod m);
 
 // `auto` switches to HNSW from this many points on (the crossover estimated from
@@ -40,6 +41,26 @@ struct HnswParams {
   uint64_t seed = 100;            // hnswlib's level generator
 };
 
+// Inverted-file search (faiss IndexIVFFlat, Debian libfaiss-dev): k-means cuts the rows into
+// `lists` cells; a query scans the rows of the `probes` cells whose centres are nearest to
+// it, with exact distances. Unlike the graph, the index builds in seconds on all threads
+// (k-means on a sample), and the scan is a fixed amount of work per query.
+//
+// Determinism: the k-means sample and initial centres come from `seed`; faiss's
+// assignment is a GEMM per point and its centroid sums are split by centroid, not by
+// point, so the centres, the lists and every query's answer do not depend on the thread
+// count; each rank trains the same index over all N rows (test_embed_knn_approx checks
+// 1 against 2 threads and split query ranges).
+struct IvfParams {
+  int64_t lists = 0;            // 0: round(4 sqrt N), at most N / 64 (at least 1)
+  int64_t probes = 0;           // 0: kIvfDefaultProbes, at most lists
+  int64_t train_per_list = 64;  // k-means sample: this many rows per list (at most N)
+  int iterations = 10;          // k-means iterations
+  uint64_t seed = 1234;
+};
+constexpr int64_t kIvfDefaultProbes = 32;
+int64_t ivf_lists(int64_t N, const IvfParams& params = {});  // the list count used for N
+
 // Same contract as knn_exact: for query rows [q0,q1) of X [N,D] (row-major), the k nearest
 // other rows among all N, idx [(q1-q0),k] and squared distances d2 [(q1-q0),k], nearest
 // first, ties by index, the query itself excluded; approximate (a true neighbour may be
@@ -48,7 +69,22 @@ struct HnswParams {
 void knn_hnsw(const float* X, int64_t N, int64_t D, int64_t k, int64_t q0, int64_t q1, int32_t* idx,
               float* d2, const HnswParams& params = {});
 
-// knn_exact or knn_hnsw by `m` (Auto resolved against N).
+// knn_hnsw's contract, searched through the inverted file above.
+void knn_ivf(const float* X, int64_t N, int64_t D, int64_t k, int64_t q0, int64_t q1, int32_t* idx,
+             float* d2, const IvfParams& params = {});
+
+// An order of the rows that keeps near rows near in memory: seeded k-means (faiss) of the
+// rows into about sqrt N cells, of the cell centres into about sqrt(cells) groups, then the
+// rows group by group, cell by cell, in their original order inside a cell. t-SNE's
+// attractive loop gathers the positions of each row's ~130 neighbours every iteration; in
+// this order they sit in a few cells of one group instead of anywhere in [0, N)
+// (docs/embed.md has the effect on the loop's time). Deterministic for a given X (any
+// thread count). Returns the permutation: order[t] is the row to place t-th.
+std::vector<int64_t> locality_order(const float* X, int64_t N, int64_t D, uint64_t seed = 1234);
+// `auto` reorders from this many points on (the positions outgrow a core's L2 cache).
+constexpr int64_t kLocalityOrderMinPoints = 100000;
+
+// knn_exact, knn_hnsw or knn_ivf by `m` (Auto resolved against N).
 void knn_search(KnnMethod m, const float* X, int64_t N, int64_t D, int64_t k, int64_t q0,
                 int64_t q1, int32_t* idx, float* d2);
 

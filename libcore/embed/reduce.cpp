@@ -81,6 +81,7 @@ void reduce_dims(const Comm& comm, const Config& cfg, const std::string& input,
   opt.seed = uint64_t(cfg.get_int("run.seed")) * 0x9E3779B97F4A7C15ull + 0xE3BEDull;
   opt.progress_every = int(cfg.get_int("embed.tsne.progress_every"));
   opt.knn = parse_knn_method(cfg.get_string("embed.tsne.knn"));
+  const std::string locality = cfg.get_string("embed.tsne.locality_order");
   const std::string rep_name = cfg.get_string("embed.tsne.repulsion");
   if (rep_name == "fft" && opt.dims != 2)
     throw UsageError("embed.tsne.repulsion=fft needs embed.tsne.dims=2 (use barnes_hut for 3-D)");
@@ -158,7 +159,8 @@ void reduce_dims(const Comm& comm, const Config& cfg, const std::string& input,
     std::vector<std::vector<float>> to(size_t(comm.size()));
     for (int64_t i = 0; i < in.rows.size(); ++i) {  // ascending rows, so each rank gets its
       const int dest = owner[size_t(group_of[size_t(in.rows.begin + i)])];  // rows in order
-      to[size_t(dest)].insert(to[size_t(dest)].end(), local.begin() + i * k, local.begin() + (i + 1) * k);
+      to[size_t(dest)].insert(to[size_t(dest)].end(), local.begin() + i * k,
+                              local.begin() + (i + 1) * k);
       counts[size_t(dest)] += int(k);
     }
     std::vector<float> send;
@@ -199,9 +201,22 @@ void reduce_dims(const Comm& comm, const Config& cfg, const std::string& input,
     }
     if (!mine) continue;
     const Comm& gcomm = owner[g] < 0 ? comm : self;
+    // rows[t]: the input row embedded t-th. In k-means cell order for large groups (the
+    // attractive loop's gathers stay in cache, knn_approx.hpp); the output keeps row order.
+    std::vector<int64_t> rows = idx;
     std::vector<float> Xg(size_t(n * k));
-    for (int64_t t = 0; t < n; ++t)
-      std::copy(Xp.begin() + slot[idx[t]] * k, Xp.begin() + (slot[idx[t]] + 1) * k, Xg.begin() + t * k);
+    auto gather = [&] {
+      for (int64_t t = 0; t < n; ++t)
+        std::copy(Xp.begin() + slot[rows[t]] * k, Xp.begin() + (slot[rows[t]] + 1) * k,
+                  Xg.begin() + t * k);
+    };
+    gather();
+    if (method == "tsne" &&
+        (locality == "on" || (locality == "auto" && n >= kLocalityOrderMinPoints))) {
+      const std::vector<int64_t> order = locality_order(Xg.data(), n, k);
+      for (int64_t t = 0; t < n; ++t) rows[t] = idx[order[t]];
+      gather();
+    }
     std::vector<double> Yg(size_t(n * d));
     TsneResult tr;
     if (method == "tsne") {
@@ -230,7 +245,7 @@ void reduce_dims(const Comm& comm, const Config& cfg, const std::string& input,
     st[3] = double(q.trust_points);
     st[4] = tr.seconds;
     for (int64_t t = 0; t < n; ++t)
-      for (int c = 0; c < d; ++c) Y[idx[t] * d + c] = Yg[t * d + c];
+      for (int c = 0; c < d; ++c) Y[rows[t] * d + c] = Yg[t * d + c];
   }
   if (class_parallel) {
     // Each entry of Y and stats was written by its class's rank only (zeros elsewhere):
@@ -269,8 +284,8 @@ void reduce_dims(const Comm& comm, const Config& cfg, const std::string& input,
                                  " early_exaggeration=", opt.exaggeration,
                                  " exaggeration_iterations=", opt.exaggeration_iterations,
                                  " learning_rate=", opt.learning_rate, " repulsion=", rep_used,
-                                 " knn=", knn_used, " theta=", opt.theta,
-                                 " init=", opt.pca_init ? "pca" : "random",
+                                 " knn=", knn_used, " locality_order=", locality,
+                                 " theta=", opt.theta, " init=", opt.pca_init ? "pca" : "random",
                                  " per_class=", per_class, " ranks=", comm.size())
                            : cat("pca_components=", k, " whiten=", pca.whiten, " dims=", d);
   // Written by all ranks together (parallel HDF5): each writes its block of rows, so no rank

@@ -58,9 +58,9 @@ const char* kFast =
     " --set embed.tsne.exaggeration_iterations=60 --set embed.pca.components=8";
 
 int run(const std::string& in, const std::string& out, const std::string& extra, std::string* log) {
-  return test::run_command(test::tool_path("reduce_dims") + " --input " + in + " --output " + out +
-                               kFast + " " + extra,
-                           log);
+  return test::run_command(
+      test::tool_path("reduce_dims") + " --input " + in + " --output " + out + kFast + " " + extra,
+      log);
 }
 
 }  // namespace
@@ -94,6 +94,39 @@ TEST(EmbedTool, WritesACompleteEmbeddingFile) {
   EXPECT_EQ(run(in, dir + "/pca.h5", "--set embed.method=pca", &log), 0) << log;
 }
 
+// embed.tsne.locality_order=on embeds the points in k-means cell order; the file must still
+// give every input row its own position. The clusters are interleaved in the input (row i in
+// cluster i % 3) and grouped by the order, so a position written to the wrong row would put
+// it among another cluster's points: each row's nearest embedded neighbour must share its
+// cluster, in either order.
+TEST(EmbedTool, LocalityOrderKeepsEachPointsPositionInItsRow) {
+  std::string dir = test::scratch_dir("embed_tool_locality");
+  std::string in = write_features(dir, "features", Spec{});
+  for (const char* mode : {"on", "off"}) {
+    std::string out = dir + "/" + mode + ".h5", log;
+    ASSERT_EQ(run(in, out, std::string("--set embed.tsne.locality_order=") + mode, &log), 0) << log;
+    h5::File f = h5::File::open(out);
+    EXPECT_NE(f.attr_string("/", "parameters").find(std::string("locality_order=") + mode),
+              std::string::npos);
+    const std::vector<float> y = f.read_all<float>("/embedding");
+    const std::vector<int32_t> lab = f.read_all<int32_t>("/labels");
+    ASSERT_EQ(y.size(), 480u);
+    int agree = 0;
+    for (size_t i = 0; i < 240; ++i) {
+      size_t best = i;
+      double bd = 1e300;
+      for (size_t j = 0; j < 240; ++j) {
+        const double dx = y[2 * i] - y[2 * j], dy = y[2 * i + 1] - y[2 * j + 1];
+        if (j != i && dx * dx + dy * dy < bd) bd = dx * dx + dy * dy, best = j;
+      }
+      agree += lab[best] == lab[i];
+      ASSERT_EQ(lab[i], int32_t(i % 3));
+    }
+    EXPECT_GE(agree, 235) << mode;
+    EXPECT_GT(f.attr_double("/", "knn_preservation"), 0.3) << mode;
+  }
+}
+
 // Per-class t-SNE with at least as many classes as ranks embeds each class whole on one
 // rank: the embedding is then the same for any rank count (and the same as one rank's).
 TEST(EmbedTool, PerClassEmbeddingIsTheSameOn1To3Ranks) {
@@ -102,10 +135,10 @@ TEST(EmbedTool, PerClassEmbeddingIsTheSameOn1To3Ranks) {
   std::vector<float> first;
   for (int np : {1, 2, 3}) {
     std::string out = dir + "/np" + std::to_string(np) + ".h5", log;
-    int rc = test::run_command(test::mpirun_prefix(np) + test::tool_path("reduce_dims") +
-                                   " --input " + in + " --output " + out + kFast +
-                                   " --set embed.tsne.per_class=true",
-                               &log);
+    int rc =
+        test::run_command(test::mpirun_prefix(np) + test::tool_path("reduce_dims") + " --input " +
+                              in + " --output " + out + kFast + " --set embed.tsne.per_class=true",
+                          &log);
     ASSERT_EQ(rc, 0) << np << " ranks: " << log;
     h5::File f = h5::File::open(out);
     std::vector<float> y = f.read_all<float>("/embedding");
@@ -167,7 +200,8 @@ TEST(EmbedTool, BadInputsGiveOneLineErrorsAndNoOutput) {
   }
   {
     Spec s;  // 80 points per class: too few for perplexity 30 per class
-    cases.push_back({"perclass", s, "--set embed.tsne.perplexity=30 --set embed.tsne.per_class=true",
+    cases.push_back({"perclass", s,
+                     "--set embed.tsne.perplexity=30 --set embed.tsne.per_class=true",
                      "class 0 has 80"});
   }
   for (const auto& c : cases) {
