@@ -33,10 +33,10 @@ void add_embed_keys(ConfigSchema& s) {
                {"auto", "fft", "barnes_hut", "exact"});
   s.add_string("embed.tsne.knn", "auto",
                "input k-NN of the affinities (k = 3 x perplexity): exact (blocked GEMM, "
-               "2 N^2 D flops), hnsw (approximate, hnswlib graph, built single-threaded so it "
-               "is reproducible; slow to build) or ivf (approximate, faiss inverted file: "
-               "k-means lists, 32 probed); auto = exact below 1000000 points, else hnsw "
-               "(docs/embed.md has recall and times)",
+               "2 N^2 D flops), ivf (approximate: k-means cells of sqrt N rows, each searched "
+               "by GEMM against its 64 nearest cells) or hnsw (approximate, hnswlib graph "
+               "built on one thread: slow to build); auto = exact below 1000000 points, else "
+               "ivf (docs/embed.md has recall and times)",
                {"auto", "exact", "hnsw", "ivf"});
   s.add_string("embed.tsne.locality_order", "auto",
                "embed the points in a k-means cell order (each one's neighbours near in "

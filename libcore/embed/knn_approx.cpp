@@ -2,7 +2,6 @@
 
 #include <faiss/Clustering.h>
 #include <faiss/IndexFlat.h>
-#include <faiss/IndexIVFFlat.h>
 #include <hnswlib/hnswlib.h>
 
 #include <algorithm>
@@ -19,6 +18,7 @@
 #include "embed/parallel.hpp"
 #include "util/error.hpp"
 #include "util/log.hpp"
+#include "util/threads.hpp"
 
 #ifdef _OPENMP
 #include <omp.h>
@@ -50,7 +50,7 @@ const char* knn_method_name(KnnMethod m) {
 
 KnnMethod resolve_knn_method(KnnMethod m, int64_t N) {
   if (m != KnnMethod::Auto) return m;
-  return N >= kHnswMinPoints ? KnnMethod::Hnsw : KnnMethod::Exact;
+  return N >= kApproxKnnMinPoints ? KnnMethod::Ivf : KnnMethod::Exact;
 }
 
 namespace {
@@ -175,74 +175,16 @@ void knn_hnsw(const float* X, int64_t N, int64_t D, int64_t k, int64_t q0, int64
   answer_short_rows_exactly("hnsw", short_rows, X, N, D, k, q0, nq, idx, d2);
 }
 
-int64_t ivf_lists(int64_t N, const IvfParams& params) {
-  if (params.lists > 0) return std::min(params.lists, N);
-  const int64_t by_size = std::llround(4.0 * std::sqrt(double(N)));
-  return std::max<int64_t>(1, std::min(by_size, N / 64));
-}
-
-void knn_ivf(const float* X, int64_t N, int64_t D, int64_t k, int64_t q0, int64_t q1, int32_t* idx,
-             float* d2, const IvfParams& params) {
-  check_search_args(N, k, q0, q1);
-  const int64_t lists = ivf_lists(N, params);
-  const int64_t probes = std::min(lists, params.probes > 0 ? params.probes : kIvfDefaultProbes);
-  faiss::IndexFlatL2 centres(D);
-  faiss::IndexIVFFlat index(&centres, D, size_t(lists), faiss::METRIC_L2);
-  index.cp.niter = params.iterations;
-  index.cp.seed = int(params.seed);
-  index.cp.max_points_per_centroid = int(std::max<int64_t>(1, params.train_per_list));
-  index.cp.min_points_per_centroid = 1;  // small N: fewer rows a list is fine, no warning
-  index.verbose = false;
-  {
-    const auto t0 = std::chrono::steady_clock::now();
-    index.train(N, X);  // faiss takes its seeded sample of lists x train_per_list rows
-    index.add(N, X);
-    log::infof("k-NN (ivf): ", lists, " lists (k-means on ",
-               std::min<int64_t>(N, lists * params.train_per_list), " rows, ", params.iterations,
-               " iterations) of ", N, " rows built in ",
-               log::format_duration(
-                   std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count()),
-               "; ", probes, " probed a query");
-  }
-  index.nprobe = size_t(probes);
-  // Queries in blocks: faiss spreads a block over its OpenMP threads (the centre distances
-  // as one GEMM); the block's labels [B, k+1] are then finished row by row here.
-  const int64_t nq = q1 - q0, kk = k + 1, block = 16384;
-  std::vector<faiss::Index::idx_t> labels(size_t(std::min(nq, block) * kk));
-  std::vector<float> fd(labels.size());
-  std::vector<int64_t> short_rows;
-  log::Progress progress("k-NN (ivf): queries", nq, "points", 10.0);
-  for (int64_t b0 = 0; b0 < nq; b0 += block) {
-    const int64_t nb = std::min(block, nq - b0);
-    index.search(nb, X + (q0 + b0) * D, kk, fd.data(), labels.data());
-#pragma omp parallel if (N >= kMinPointsForThreads)
-    {
-      std::vector<std::pair<float, int32_t>> hits;
-      std::vector<int64_t> my_short;
-#pragma omp for schedule(static)
-      for (int64_t r = 0; r < nb; ++r) {
-        const int64_t q = b0 + r;
-        if (!finish_row(X, D, k, q0 + q, labels.data() + r * kk, kk, hits, idx + q * k, d2 + q * k))
-          my_short.push_back(q0 + q);
-      }
-#pragma omp critical(sieve_knn_ivf_short)
-      short_rows.insert(short_rows.end(), my_short.begin(), my_short.end());
-    }
-    progress.update(b0 + nb);
-  }
-  progress.finish();
-  answer_short_rows_exactly("ivf", short_rows, X, N, D, k, q0, nq, idx, d2);
-}
-
 namespace {
 
 // Seeded k-means of the n rows of X [n,D] into `cells` centres; returns each row's centre.
 std::vector<faiss::Index::idx_t> kmeans_cells(const float* X, int64_t n, int64_t D, int64_t cells,
-                                              uint64_t seed) {
+                                              uint64_t seed, int iterations = 8,
+                                              int64_t train_per_cell = 64) {
   faiss::ClusteringParameters cp;
-  cp.niter = 8;
+  cp.niter = iterations;
   cp.seed = int(seed);
-  cp.max_points_per_centroid = 64;
+  cp.max_points_per_centroid = int(std::max<int64_t>(1, train_per_cell));
   cp.min_points_per_centroid = 1;
   faiss::Clustering kmeans(int(D), size_t(cells), cp);
   faiss::IndexFlatL2 centres(D);
@@ -253,7 +195,125 @@ std::vector<faiss::Index::idx_t> kmeans_cells(const float* X, int64_t n, int64_t
   return cell_of;
 }
 
+// Mean of each cell's rows [cells, D] (0 for an empty cell), summed in row order.
+std::vector<float> cell_centres(const float* X, int64_t N, int64_t D,
+                                const std::vector<faiss::Index::idx_t>& cell_of, int64_t cells) {
+  std::vector<double> sum(static_cast<size_t>(cells * D), 0.0);
+  std::vector<int64_t> count(static_cast<size_t>(cells), 0);
+  for (int64_t i = 0; i < N; ++i) {
+    const int64_t c = cell_of[size_t(i)];
+    ++count[size_t(c)];
+    for (int64_t j = 0; j < D; ++j) sum[size_t(c * D + j)] += X[i * D + j];
+  }
+  std::vector<float> centre(sum.size(), 0.f);
+  for (int64_t c = 0; c < cells; ++c)
+    for (int64_t j = 0; j < D; ++j)
+      if (count[size_t(c)] > 0)
+        centre[size_t(c * D + j)] = float(sum[size_t(c * D + j)] / double(count[size_t(c)]));
+  return centre;
+}
+
 }  // namespace
+
+int64_t ivf_lists(int64_t N, const IvfParams& params) {
+  if (params.lists > 0) return std::min(params.lists, N);
+  const int64_t by_size = std::llround(std::sqrt(double(N)));
+  return std::max<int64_t>(1, std::min(by_size, N / 64));
+}
+
+void knn_ivf(const float* X, int64_t N, int64_t D, int64_t k, int64_t q0, int64_t q1, int32_t* idx,
+             float* d2, const IvfParams& params) {
+  check_search_args(N, k, q0, q1);
+  const int64_t lists = ivf_lists(N, params);
+  const int64_t probes = std::min(lists, params.probes > 0 ? params.probes : kIvfDefaultProbes);
+  const auto t0 = std::chrono::steady_clock::now();
+  const std::vector<faiss::Index::idx_t> cell_of =
+      lists > 1
+          ? kmeans_cells(X, N, D, lists, params.seed, params.iterations, params.train_per_list)
+          : std::vector<faiss::Index::idx_t>(static_cast<size_t>(N), 0);
+  // Rows by cell (CSR, rows ascending inside a cell), and each cell's probe set: the
+  // `probes` cells whose centres are nearest to its centre, itself first.
+  std::vector<int64_t> start(size_t(lists) + 1, 0), rows(static_cast<size_t>(N));
+  for (int64_t i = 0; i < N; ++i) ++start[size_t(cell_of[size_t(i)]) + 1];
+  for (int64_t c = 0; c < lists; ++c) start[size_t(c + 1)] += start[size_t(c)];
+  {
+    std::vector<int64_t> fill(start.begin(), start.end() - 1);
+    for (int64_t i = 0; i < N; ++i) rows[size_t(fill[size_t(cell_of[size_t(i)])]++)] = i;
+  }
+  std::vector<int32_t> probe(static_cast<size_t>(lists * probes));
+  {
+    const std::vector<float> centre = cell_centres(X, N, D, cell_of, lists);
+    std::vector<int32_t> near(static_cast<size_t>(lists * (probes - 1)));
+    std::vector<float> nd(near.size());
+    if (probes > 1)
+      knn_exact(centre.data(), lists, D, probes - 1, 0, lists, near.data(), nd.data());
+    for (int64_t c = 0; c < lists; ++c) {
+      probe[size_t(c * probes)] = int32_t(c);
+      std::copy(near.begin() + c * (probes - 1), near.begin() + (c + 1) * (probes - 1),
+                probe.begin() + c * probes + 1);
+    }
+  }
+  log::infof("k-NN (ivf): ", lists, " k-means cells of ", N, " rows in ",
+             log::format_duration(
+                 std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count()),
+             "; each cell's rows search the rows of the ", probes, " cells nearest to it");
+  // Cell by cell: the cell's query rows against its probe set's rows, one GEMM search each
+  // (knn_merge_block, single-threaded inside; the cells are spread over the threads). A
+  // query's answer depends on its cell alone: the same for any thread count or query split.
+  const int64_t nq = q1 - q0;
+  std::vector<int64_t> short_rows;
+  std::atomic<int64_t> done{0};
+  log::Progress progress("k-NN (ivf): queries", nq, "points", 10.0);
+  ScopedSerialBlas serial_blas;
+#pragma omp parallel if (N >= kMinPointsForThreads)
+  {
+    std::vector<float> Q, R;
+    std::vector<int64_t> qid, rid, my_short;
+    std::vector<int32_t> li;
+    std::vector<float> ld;
+    std::vector<std::pair<float, int32_t>> hits;
+#pragma omp for schedule(dynamic, 1) nowait
+    for (int64_t c = 0; c < lists; ++c) {
+      qid.clear();
+      for (int64_t t = start[size_t(c)]; t < start[size_t(c + 1)]; ++t)
+        if (rows[size_t(t)] >= q0 && rows[size_t(t)] < q1) qid.push_back(rows[size_t(t)]);
+      if (qid.empty()) continue;
+      rid.clear();
+      for (int64_t p = 0; p < probes; ++p) {
+        const int64_t pc = probe[size_t(c * probes + p)];
+        rid.insert(rid.end(), rows.begin() + start[size_t(pc)],
+                   rows.begin() + start[size_t(pc + 1)]);
+      }
+      const int64_t nqc = int64_t(qid.size()), nr = int64_t(rid.size());
+      Q.resize(size_t(nqc * D));
+      R.resize(size_t(nr * D));
+      for (int64_t t = 0; t < nqc; ++t)
+        std::copy(X + qid[t] * D, X + (qid[t] + 1) * D, Q.begin() + t * D);
+      for (int64_t t = 0; t < nr; ++t)
+        std::copy(X + rid[t] * D, X + (rid[t] + 1) * D, R.begin() + t * D);
+      li.assign(size_t(nqc * k), -1);
+      ld.assign(li.size(), std::numeric_limits<float>::infinity());
+      knn_merge_block(Q.data(), qid.data(), nqc, R.data(), rid.data(), nr, D, k, li.data(),
+                      ld.data());
+      for (int64_t t = 0; t < nqc; ++t) {
+        const int64_t q = qid[t] - q0;
+        if (!finish_row(X, D, k, qid[t], li.data() + t * k, k, hits, idx + q * k, d2 + q * k))
+          my_short.push_back(qid[t]);
+      }
+      const int64_t n = done.fetch_add(nqc, std::memory_order_relaxed) + nqc;
+#ifdef _OPENMP
+      if (omp_get_thread_num() == 0) progress.update(n);
+#else
+      progress.update(n);
+#endif
+    }
+#pragma omp critical(sieve_knn_ivf_short)
+    short_rows.insert(short_rows.end(), my_short.begin(), my_short.end());
+  }
+  progress.update(nq);
+  progress.finish();
+  answer_short_rows_exactly("ivf", short_rows, X, N, D, k, q0, nq, idx, d2);
+}
 
 std::vector<int64_t> locality_order(const float* X, int64_t N, int64_t D, uint64_t seed) {
   std::vector<int64_t> order(static_cast<size_t>(std::max<int64_t>(N, 0)));
@@ -265,20 +325,7 @@ std::vector<int64_t> locality_order(const float* X, int64_t N, int64_t D, uint64
   // so that the cells of one region of space (whose rows are each other's neighbours) are
   // also adjacent; one level alone leaves them in an arbitrary order.
   const std::vector<faiss::Index::idx_t> cell_of = kmeans_cells(X, N, D, cells, seed);
-  std::vector<float> centre(static_cast<size_t>(cells * D), 0.f);
-  {
-    std::vector<double> sum(centre.size(), 0.0);
-    std::vector<int64_t> count(static_cast<size_t>(cells), 0);
-    for (int64_t i = 0; i < N; ++i) {
-      const int64_t c = cell_of[size_t(i)];
-      ++count[size_t(c)];
-      for (int64_t j = 0; j < D; ++j) sum[size_t(c * D + j)] += X[i * D + j];
-    }
-    for (int64_t c = 0; c < cells; ++c)
-      for (int64_t j = 0; j < D; ++j)
-        centre[size_t(c * D + j)] =
-            count[size_t(c)] > 0 ? float(sum[size_t(c * D + j)] / double(count[size_t(c)])) : 0.f;
-  }
+  const std::vector<float> centre = cell_centres(X, N, D, cell_of, cells);
   const int64_t groups = std::llround(std::sqrt(double(cells)));
   std::vector<faiss::Index::idx_t> group_of(static_cast<size_t>(cells), 0);
   if (groups >= 2) group_of = kmeans_cells(centre.data(), cells, D, groups, seed + 1);

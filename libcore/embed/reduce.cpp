@@ -271,11 +271,13 @@ void reduce_dims(const Comm& comm, const Config& cfg, const std::string& input,
   pres /= double(N);
   trust /= double(N);
   const double kl = method == "tsne" ? kl_weighted / double(N) : std::nan("");
-  // With hnsw the input-space lists are the approximate ones the affinities used (an exact
-  // search is what hnsw avoids); their recall is in docs/embed.md.
+  // With hnsw or ivf the input-space lists are the approximate ones the affinities used (an
+  // exact search is what they avoid); their recall is in docs/embed.md.
   log::infof("quality: 10-NN preservation ", pres,
-             knn_used == "hnsw" ? " (input neighbours from hnsw)" : "", ", trustworthiness ", trust,
-             " (", trust_points, " of ", N, " points)");
+             knn_used == "hnsw" || knn_used == "ivf"
+                 ? cat(" (input neighbours from ", knn_used, ")")
+                 : std::string(),
+             ", trustworthiness ", trust, " (", trust_points, " of ", N, " points)");
 
   // ---- output ----
   std::string params = method == "tsne"

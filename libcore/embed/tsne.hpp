@@ -1,4 +1,4 @@
-// t-SNE (van der Maaten & Hinton 2008) with k-NN affinities (exact, or HNSW for large N) and
+// t-SNE (van der Maaten & Hinton 2008) with k-NN affinities (exact, or approximate for large N) and
 // pluggable repulsion (exact / Barnes-Hut / FIt-SNE FFT interpolation), split over MPI ranks.
 //
 // Distribution: every rank holds all input rows X [N,D] (the PCA output is small) and all
@@ -40,17 +40,17 @@ struct TsneOptions {
   // learning rate cannot throw points off (and the FFT grid with them). 0: no clipping.
   double max_step_norm = 5.0;
   RepulsionMethod repulsion = RepulsionMethod::Fft;
-  KnnMethod knn = KnnMethod::Auto;  // input k-NN: exact, hnsw, or by N (knn_approx.hpp)
+  KnnMethod knn = KnnMethod::Auto;  // input k-NN: exact, hnsw, ivf, or by N (knn_approx.hpp)
   double theta = 0.5;
   bool pca_init = true;  // false: Gaussian init from `seed`
   uint64_t seed = 1;
-  int progress_every = 50;  // KL + rate + ETA lines (rank 0); 0: silent
+  int progress_every = 50;      // KL + rate + ETA lines (rank 0); 0: silent
   std::string label = "t-SNE";  // prefix of the progress lines
 };
 
 struct TsneResult {
-  std::vector<double> Y;  // [N,dims], on every rank
-  double kl = 0.0;        // final KL(P || Q) (without exaggeration)
+  std::vector<double> Y;                           // [N,dims], on every rank
+  double kl = 0.0;                                 // final KL(P || Q) (without exaggeration)
   std::vector<std::pair<int, double>> kl_history;  // (iteration, KL) at every progress point
   std::vector<int32_t> knn;  // the owned rows' input k-NN lists [own.size(), knn_k]
   int64_t knn_k = 0;
@@ -59,8 +59,7 @@ struct TsneResult {
   double seconds_knn = 0.0;  // the k-NN search alone (part of seconds_affinity)
   // Wall-time split of `seconds` (rank-local): k-NN + P, attractive forces (incl. the KL
   // terms), repulsion, gradient step + allgather + re-centring.
-  double seconds_affinity = 0.0, seconds_attract = 0.0, seconds_repulse = 0.0,
-         seconds_update = 0.0;
+  double seconds_affinity = 0.0, seconds_attract = 0.0, seconds_repulse = 0.0, seconds_update = 0.0;
 };
 
 // Collective. X [N,D] row-major, identical on every rank. Needs N-1 >= 3 x perplexity.

@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <random>
+#include <utility>
 #include <vector>
 
 #include "embed/affinity.hpp"
@@ -24,7 +25,8 @@ std::vector<float> blobs(int64_t N, int64_t D, int clusters, std::vector<int>* l
   for (int64_t i = 0; i < N; ++i) {
     int c = int(i % clusters);
     if (label) label->push_back(c);
-    for (int64_t j = 0; j < D; ++j) X[i * D + j] = g(rng) * (1.0f + 0.3f * j) + (j == c ? 25.f : 0.f) + 5.f;
+    for (int64_t j = 0; j < D; ++j)
+      X[i * D + j] = g(rng) * (1.0f + 0.3f * j) + (j == c ? 25.f : 0.f) + 5.f;
   }
   return X;
 }
@@ -91,28 +93,35 @@ TEST(EmbedMpi, DistributedTsneSeparatesAndIsDeterministic) {
   }
 }
 
-TEST(EmbedMpi, HnswAffinitiesAreTheOneRankAffinities) {
+// The approximate searches: every rank builds the same index (one-thread graph; seeded
+// k-means) and queries its own rows, so P is the one-rank P. ivf at 6,000 rows has 77
+// cells, 64 probed (not a full scan).
+TEST(EmbedMpi, ApproximateKnnAffinitiesAreTheOneRankAffinities) {
   Comm world = Comm::world();
-  const int64_t N = 700, D = 8;
-  std::vector<float> X = blobs(N, D, 3, nullptr);
-  const Range own = block_range(N, world.rank(), world.size());
-  std::vector<int32_t> dist_knn, one_knn;
-  int64_t k = 0;
-  KnnMethod used = KnnMethod::Auto;
-  SparseRows dist =
-      build_affinities(world, X.data(), N, D, 10.0, own, &dist_knn, &k, KnnMethod::Hnsw, &used);
-  EXPECT_EQ(used, KnnMethod::Hnsw);
-  SparseRows one = build_affinities(Comm(MPI_COMM_SELF), X.data(), N, D, 10.0, {0, N}, &one_knn,
-                                    nullptr, KnnMethod::Hnsw);
-  ASSERT_EQ(int64_t(dist_knn.size()), own.size() * k);
-  for (int64_t t = 0; t < own.size() * k; ++t)
-    ASSERT_EQ(dist_knn[t], one_knn[own.begin * k + t]) << "entry " << t;
-  for (int64_t r = 0; r < own.size(); ++r) {
-    const int64_t g = own.begin + r;
-    ASSERT_EQ(dist.ptr[r + 1] - dist.ptr[r], one.ptr[g + 1] - one.ptr[g]) << "row " << g;
-    for (int64_t e = 0; e < dist.ptr[r + 1] - dist.ptr[r]; ++e) {
-      EXPECT_EQ(dist.col[dist.ptr[r] + e], one.col[one.ptr[g] + e]);
-      EXPECT_EQ(dist.val[dist.ptr[r] + e], one.val[one.ptr[g] + e]);
+  for (const auto& [method, N] :
+       {std::pair{KnnMethod::Hnsw, int64_t(700)}, std::pair{KnnMethod::Ivf, int64_t(6000)}}) {
+    SCOPED_TRACE(knn_method_name(method));
+    const int64_t D = 8;
+    std::vector<float> X = blobs(N, D, 3, nullptr);
+    const Range own = block_range(N, world.rank(), world.size());
+    std::vector<int32_t> dist_knn, one_knn;
+    int64_t k = 0;
+    KnnMethod used = KnnMethod::Auto;
+    SparseRows dist =
+        build_affinities(world, X.data(), N, D, 10.0, own, &dist_knn, &k, method, &used);
+    EXPECT_EQ(used, method);
+    SparseRows one = build_affinities(Comm(MPI_COMM_SELF), X.data(), N, D, 10.0, {0, N}, &one_knn,
+                                      nullptr, method);
+    ASSERT_EQ(int64_t(dist_knn.size()), own.size() * k);
+    for (int64_t t = 0; t < own.size() * k; ++t)
+      ASSERT_EQ(dist_knn[t], one_knn[own.begin * k + t]) << "entry " << t;
+    for (int64_t r = 0; r < own.size(); ++r) {
+      const int64_t g = own.begin + r;
+      ASSERT_EQ(dist.ptr[r + 1] - dist.ptr[r], one.ptr[g + 1] - one.ptr[g]) << "row " << g;
+      for (int64_t e = 0; e < dist.ptr[r + 1] - dist.ptr[r]; ++e) {
+        EXPECT_EQ(dist.col[dist.ptr[r] + e], one.col[one.ptr[g] + e]);
+        EXPECT_EQ(dist.val[dist.ptr[r] + e], one.val[one.ptr[g] + e]);
+      }
     }
   }
 }
