@@ -14,9 +14,9 @@
 # SKLEARN_TSNE_N=0 skips it (at 1 M points it would take days).
 # Above 100,000 points the 10-NN preservation is the mean over a fixed seeded sample of
 # 10,000 points (their neighbours among all N, brute force in the input space): the exact
-# all-points figure needs N^2 distances. The table says so. reduce_dims's own k-NN is then
-# the approximate HNSW search (embed.tsne.knn=auto; docs/embed.md).
-# SIEVE_TSNE_KNN=exact|hnsw overrides that choice (embed.tsne.knn, default auto).
+# all-points figure needs N^2 distances. The table says so. From 1,000,000 points
+# reduce_dims's own k-NN is the approximate ivf search (embed.tsne.knn=auto; docs/embed.md).
+# SIEVE_TSNE_KNN=exact|ivf|hnsw overrides that choice (embed.tsne.knn, default auto).
 # Usage: scripts/bench_embed.sh [N=50000]   (env: SIEVE_BUILD_DIR, OMP_NUM_THREADS,
 #        SKLEARN_TSNE_N, SIEVE_TSNE_KNN, SIEVE_BENCH_VENV)
 set -euo pipefail
@@ -80,4 +80,4 @@ echo
 echo "PCA, 50000 x 512 -> 50"
 echo "sieve pca_fit+transform: ${pca_sieve} s; $pca_sk"
 grep -E "KL|quality" "$WORK/sieve.log" | tail -3
-grep -E "k-NN \(hnsw\): (index|queries): [0-9]+ points in" "$WORK/sieve.log" || true
+grep -E "k-NN \((hnsw|ivf)\): (index|queries): [0-9]+ points in|k-means cells" "$WORK/sieve.log" || true
