@@ -20,9 +20,7 @@
 #include "util/log.hpp"
 #include "util/threads.hpp"
 
-#ifdef _OPENMP
-#include <omp.h>
-#endif
+#include <omp.h>  // OpenMP is required by the build (CMakeLists.txt)
 
 namespace sieve::embed {
 
@@ -54,6 +52,12 @@ KnnMethod resolve_knn_method(KnnMethod m, int64_t N) {
 }
 
 namespace {
+
+// Progress lines come from the team's first thread only (the others count into the same
+// atomic), so that two threads never write the line at once.
+void progress_from_first_thread(log::Progress& progress, int64_t n) {
+  if (omp_get_thread_num() == 0) progress.update(n);
+}
 
 void check_search_args(int64_t N, int64_t k, int64_t q0, int64_t q1) {
   SIEVE_CHECK(k >= 1 && k <= N - 1, "k-NN: k = ", k, " needs 1 <= k <= N-1 (N = ", N, ")");
@@ -160,11 +164,7 @@ void knn_hnsw(const float* X, int64_t N, int64_t D, int64_t k, int64_t q0, int64
         continue;
       }
       const int64_t n = done.fetch_add(1, std::memory_order_relaxed) + 1;
-#ifdef _OPENMP
-      if (omp_get_thread_num() == 0) progress.update(n);
-#else
-      progress.update(n);
-#endif
+      progress_from_first_thread(progress, n);
     }
 #pragma omp critical(sieve_knn_hnsw_short)
     short_rows.insert(short_rows.end(), my_short.begin(), my_short.end());
@@ -301,11 +301,7 @@ void knn_ivf(const float* X, int64_t N, int64_t D, int64_t k, int64_t q0, int64_
           my_short.push_back(qid[t]);
       }
       const int64_t n = done.fetch_add(nqc, std::memory_order_relaxed) + nqc;
-#ifdef _OPENMP
-      if (omp_get_thread_num() == 0) progress.update(n);
-#else
-      progress.update(n);
-#endif
+      progress_from_first_thread(progress, n);
     }
 #pragma omp critical(sieve_knn_ivf_short)
     short_rows.insert(short_rows.end(), my_short.begin(), my_short.end());
