@@ -314,8 +314,7 @@ void knn_ivf(const float* X, int64_t N, int64_t D, int64_t k, int64_t q0, int64_
 std::vector<int64_t> locality_order(const float* X, int64_t N, int64_t D, uint64_t seed) {
   std::vector<int64_t> order(static_cast<size_t>(std::max<int64_t>(N, 0)));
   std::iota(order.begin(), order.end(), int64_t(0));
-  const int64_t cells =
-      std::max<int64_t>(1, std::min<int64_t>(std::llround(std::sqrt(double(N))), N / 64));
+  const int64_t cells = ivf_lists(N);  // the same cell count as the ivf search's
   if (cells < 2) return order;
   // Two levels: rows into ~sqrt N cells, and the cells' centres into ~sqrt(cells) groups,
   // so that the cells of one region of space (whose rows are each other's neighbours) are
