@@ -126,7 +126,7 @@ float ParamServer::momentum_factor() const {
   return f;
 }
 
-void ParamServer::apply(const float* summed) {
+void ParamServer::apply(const float* summed, bool publish) {
   {
     trace::Span span("optimizer", "server update (own shards)");
     for (int s = 0; s < num_shards(); ++s) {
@@ -140,6 +140,7 @@ void ParamServer::apply(const float* summed) {
       // drain starts from the true weights, which params_ holds then.
       if (!master_live_) std::copy(params_ + b, params_ + e, master_.data() + b);
       opt_->step_range(master_.data(), summed, lr_, b, e);
+      if (!publish) continue;
       if (compensation_ == Compensation::Momentum) {
         const float step = float(lr_) * momentum_factor();
         const float* v = opt_->momentum().data();
@@ -150,7 +151,7 @@ void ParamServer::apply(const float* summed) {
     }
     if (compensation_ != Compensation::None) master_live_ = true;
   }
-  pull();
+  if (publish) pull();
 }
 
 void ParamServer::replay_in_flight(size_t b, size_t e) {
@@ -187,13 +188,13 @@ void ParamServer::pull() {
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
 }
 
-void ParamServer::apply_oldest() {
+void ParamServer::apply_oldest(bool publish) {
   Round r = std::move(pending_.front());
   pending_.pop_front();
   const double t0 = trace::now_us();
   stats_.finish_wait_s += r.pushes->wait_all();
   trace::complete("wait for stale pushes", "wait", t0, trace::now_us());
-  apply(slots_[r.slot].data());
+  apply(slots_[r.slot].data(), publish);
 }
 
 void ParamServer::update(SgdOptimizer& opt, float* params, float* grads, double lr) {
@@ -208,14 +209,19 @@ void ParamServer::update(SgdOptimizer& opt, float* params, float* grads, double 
 }
 
 void ParamServer::drain() {
-  while (!pending_.empty()) apply_oldest();
-  if (!master_live_) return;
-  // Every rank gets the true weights back (evaluation, checkpoints, the epoch's end).
-  for (int s = 0; s < num_shards(); ++s)
-    if (owner(s) == comm_.rank())
-      std::copy(master_.data() + shard_begin(s), master_.data() + shard_begin(s + 1),
-                params_ + shard_begin(s));
-  master_live_ = false;
+  // Every rank gets the true weights back (evaluation, checkpoints, the epoch's end): the
+  // rounds in flight are applied without predicting past them, then one pull.
+  const bool applied = !pending_.empty();
+  while (!pending_.empty()) apply_oldest(false);
+  if (master_live_) {
+    for (int s = 0; s < num_shards(); ++s)
+      if (owner(s) == comm_.rank())
+        std::copy(master_.data() + shard_begin(s), master_.data() + shard_begin(s + 1),
+                  params_ + shard_begin(s));
+    master_live_ = false;
+  } else if (!applied) {
+    return;  // nothing in flight and the weights on every rank are already the true ones
+  }
   pull();
 }
 

@@ -88,10 +88,12 @@ class ParamServer final : public GradSync {
 
  private:
   void push(size_t piece);
-  // Owners apply SGD to their shards with `summed`, then every rank pulls the weights.
-  void apply(const float* summed);
+  // Owners apply SGD to their shards with `summed`; with `publish`, they then predict the
+  // weights the next gradient will land on (compensation) and every rank pulls them. drain()
+  // applies its rounds unpublished and pulls the true weights once at the end.
+  void apply(const float* summed, bool publish = true);
   // Stale-synchronous: waits for the oldest round's pushes and applies it.
-  void apply_oldest();
+  void apply_oldest(bool publish = true);
   // Broadcasts every piece from its owner into params_ (the pull).
   void pull();
   // The factor of lr*v in the momentum prediction: sum_{i=1..k} mu^i (Nesterov: mu^{i+1}).
