@@ -59,18 +59,39 @@ static double forward_gmacs(const ModelSpec& s) {
   return 0;
 }
 
+static const char* kUsage =
+    "usage: bench_nn_resnet [batch=128] [steps=10] [warmup=2] [arch=resnet18] [width=1.0]\n"
+    "                       [sgemm=1] [backend=cpu] [precision=fp32] [stem=cifar] [input=32]\n";
+
+// Positional argument i as a number of at least `min`, or `fallback` when absent.
+static double number_arg(int argc, char** argv, int i, const char* name, double fallback,
+                         double min) {
+  if (argc <= i) return fallback;
+  char* end = nullptr;
+  const double v = std::strtod(argv[i], &end);
+  if (end == argv[i] || *end != '\0' || !(v >= min))
+    throw sieve::UsageError(sieve::cat("argument ", i, " (", name, ") '", argv[i],
+                                       "': expected a number >= ", min, "\n", kUsage));
+  return v;
+}
+
 static int run(int argc, char** argv) {
-  const int batch = argc > 1 ? std::atoi(argv[1]) : 128;
-  const int steps = argc > 2 ? std::atoi(argv[2]) : 10;
-  const int warmup = argc > 3 ? std::atoi(argv[3]) : 2;
+  for (int i = 1; i < argc; ++i)
+    if (std::string(argv[i]) == "-h" || std::string(argv[i]) == "--help") {
+      std::fputs(kUsage, stdout);
+      return 0;
+    }
+  const int batch = int(number_arg(argc, argv, 1, "batch", 128, 1));
+  const int steps = int(number_arg(argc, argv, 2, "steps", 10, 1));
+  const int warmup = int(number_arg(argc, argv, 3, "warmup", 2, 0));
   ModelSpec spec;
   spec.arch = argc > 4 ? argv[4] : "resnet18";
-  spec.width = argc > 5 ? std::atof(argv[5]) : 1.0;
-  const bool do_sgemm = argc > 6 ? std::atoi(argv[6]) != 0 : true;
+  spec.width = number_arg(argc, argv, 5, "width", 1.0, 1e-3);
+  const bool do_sgemm = number_arg(argc, argv, 6, "sgemm", 1, 0) != 0;
   spec.backend = argc > 7 ? argv[7] : "cpu";
   const std::string precision = argc > 8 ? argv[8] : "fp32";
   spec.stem = argc > 9 ? argv[9] : "cifar";
-  spec.in_height = spec.in_width = argc > 10 ? std::atoi(argv[10]) : 32;
+  spec.in_height = spec.in_width = int(number_arg(argc, argv, 10, "input", 32, 1));
   spec.num_classes = spec.stem == "imagenet" ? 1000 : 10;
   std::string note;
   spec.dtype = resolve_precision(precision, spec.backend, "precision", &note);
