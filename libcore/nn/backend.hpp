@@ -123,9 +123,9 @@ class Backend : public Memory {
   virtual void axpy(float a, const float* x, float* y, size_t count) = 0;
 };
 
-// The registry (backend_registry.cpp): "cpu" (oneDNN + OpenBLAS), "ref" (naive loops; its
-// bf16 rounds every activation to bf16 and computes in fp32/double: the bf16 semantics on any
-// machine) and "cuda" (cuDNN + cuBLAS, in builds with CUDA). Instances are process-wide
+// The registry (backend_registry.cpp): "cpu" (oneDNN + OpenBLAS; bf16 native with
+// AVX512-BF16 / AMX, emulated elsewhere), "ref" (naive loops; its bf16 rounds every
+// activation and convolution weight to bf16 and computes in fp32/double: the bf16 semantics) and "cuda" (cuDNN + cuBLAS, in builds with CUDA). Instances are process-wide
 // singletons per (name, dtype). Throws UsageError naming the backend (and dtype) if unknown,
 // not built, or not supported by this machine (no GPU, a CPU without bf16).
 Backend& backend(const std::string& name, DType dtype = DType::f32);
@@ -138,8 +138,10 @@ bool backend_supports(const std::string& name, DType dtype, bool native = false,
 
 // The `precision` key of the training and features sections: "auto" | "bf16" | "fp32".
 // auto: bf16 where backend_supports(name, bf16, native) and fp32 elsewhere (then `note`, if
-// non-null, gets one line saying why). bf16 on a backend or machine without it: UsageError
-// naming `key`, the backend and why.
+// non-null, gets one line saying why). bf16 where the hardware has no native bf16 (the
+// backend emulates it): bf16, and `note` says it is emulated. bf16 on a backend or machine
+// without it at all (cuda without compute capability 8.0): UsageError naming `key`, the
+// backend and why.
 DType resolve_precision(const std::string& precision, const std::string& backend_name,
                         const std::string& key, std::string* note = nullptr);
 

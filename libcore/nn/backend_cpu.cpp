@@ -12,6 +12,8 @@
 // weight gradient in fp32 (oneDNN's bf16 backward-weights accumulates in fp32 and can emit
 // fp32), so gradients are never rounded to bf16. Batch norm keeps fp32 statistics, scale and
 // shift. Linear (the classifier, a tiny GEMM) runs fp32 sgemm on up-cast activations.
+// Where oneDNN has no bf16 kernels at all (below AVX-512), bf16 is emulated here, op by op
+// (KernelIo below): same numbers, fp32 speed.
 //
 // Determinism: oneDNN's CPU kernels partition work statically for a given thread count and
 // reduce in a fixed order; OpenBLAS sgemm splits over M/N (not K). Same threads -> same bits.
@@ -52,6 +54,46 @@ dt act_dt(DType t) {
   return t == DType::bf16 ? dt::bf16 : dt::f32;
 }
 
+bool dnnl_bf16(bool native, std::string* why);
+
+// What the oneDNN primitives read and write. Normally the activations themselves: the
+// primitives are made for the backend's dtype. Where oneDNN has no bf16 kernels (CPUs below
+// AVX-512) the bf16 backend still stores its activations in bf16, and each op runs oneDNN's
+// fp32 kernel on them: inputs decoded to fp32 into scratch, convolution weights rounded to
+// bf16 values, outputs rounded to bf16 on the way back. A bf16 kernel forms the same products
+// (a bf16 x bf16 product is exact in fp32) and sums them in fp32, only in another order, so
+// this runs bf16's numerics (what precision: bf16 does to accuracy) at fp32's speed less the
+// conversions; never bf16's speed. Ops run one at a time (backend.hpp), so one set of scratch
+// buffers serves every op of the backend: slots 0 and 1 for inputs, 2 for the output.
+class KernelIo {
+ public:
+  explicit KernelIo(const HostBackend& be)
+      : be_(be), decode_(be.dtype() == DType::bf16 && !dnnl_bf16(false, nullptr)) {}
+  bool emulating() const { return decode_; }
+  dt kernel_dt() const { return decode_ ? dt::f32 : act_dt(be_.dtype()); }
+  const void* in(const Act* x, size_t count, int slot) {
+    return decode_ ? be_.as_f32(x, count, scratch_[slot]) : x;
+  }
+  void* out(Act* y, size_t count) { return decode_ ? be_.f32_out(y, count, scratch_[2]) : y; }
+  // After the kernel wrote out(y, count): round its result into y.
+  void done(Act* y, size_t count) {
+    if (decode_) be_.store(scratch_[2].data(), y, count);
+  }
+  // Convolution weights as the kernel takes them: w itself, or rounded to bf16 values.
+  const float* weights(const float* w, size_t count) {
+    if (!decode_) return w;
+    weights_.resize(count);
+#pragma omp parallel for simd schedule(static) if (count > kParallelMin)
+    for (size_t i = 0; i < count; ++i) weights_[i] = from_bf16(to_bf16(w[i]));
+    return weights_.data();
+  }
+
+ private:
+  const HostBackend& be_;
+  bool decode_;
+  std::vector<float> scratch_[3], weights_;
+};
+
 // oneDNN 2.6.3 (Debian 12) has an AVX2 convolution kernel that writes past its own buffer
 // when a channel count is not a multiple of 8 (valgrind: an 8-byte write after a 1,152-byte
 // block made at primitive creation; a 4-channel ResNet crashed or hung on an AVX2-only
@@ -71,13 +113,18 @@ void avoid_avx2_jit_for_odd_channels(PD& pd, const ConvShape& s) {
 
 class DnnlConv final : public ConvOp {
  public:
-  DnnlConv(const ConvShape& s, DType t) {
+  DnnlConv(const ConvShape& s, KernelIo& io)
+      : io_(io),
+        nx_(size_t(s.n) * s.c * s.h * s.w),
+        ny_(size_t(s.n) * s.k * s.oh() * s.ow()),
+        nw_(size_t(s.k) * s.c * s.r * s.s) {
+    const dt t = io.kernel_dt();
     memory::dims src{s.n, s.c, s.h, s.w}, wei{s.k, s.c, s.r, s.s}, dst{s.n, s.k, s.oh(), s.ow()};
     memory::dims strides{s.stride, s.stride}, pad{s.pad, s.pad};
-    src_md_ = memory::desc(src, act_dt(t), tag::nhwc);
-    dst_md_ = memory::desc(dst, act_dt(t), tag::nhwc);
+    src_md_ = memory::desc(src, t, tag::nhwc);
+    dst_md_ = memory::desc(dst, t, tag::nhwc);
     user_w_md_ = memory::desc(wei, dt::f32, tag::oihw);
-    memory::desc w_any(wei, act_dt(t), tag::any);
+    memory::desc w_any(wei, t, tag::any);
     memory::desc dw_any(wei, dt::f32, tag::any);  // weight gradients stay fp32
     dnnl::convolution_forward::desc fd(dnnl::prop_kind::forward_training,
                                        dnnl::algorithm::convolution_direct, src_md_, w_any, dst_md_,
@@ -118,21 +165,23 @@ class DnnlConv final : public ConvOp {
 
   void forward(const Act* x, const float* w, Act* y) override {
     memory wm = weights_for(to_fwd_, w, fwd_w_);
-    fwd_.execute(
-        strm(),
-        {{DNNL_ARG_SRC, mem(src_md_, x)}, {DNNL_ARG_WEIGHTS, wm}, {DNNL_ARG_DST, mem(dst_md_, y)}});
+    fwd_.execute(strm(), {{DNNL_ARG_SRC, mem(src_md_, io_.in(x, nx_, 0))},
+                          {DNNL_ARG_WEIGHTS, wm},
+                          {DNNL_ARG_DST, mem(dst_md_, io_.out(y, ny_))}});
     strm().wait();
+    io_.done(y, ny_);
   }
   void backward_data(const Act* dy, const float* w, Act* dx) override {
     memory wm = weights_for(to_bwd_, w, bwd_w_in_);
-    bwd_d_.execute(strm(), {{DNNL_ARG_DIFF_DST, mem(dst_md_, dy)},
+    bwd_d_.execute(strm(), {{DNNL_ARG_DIFF_DST, mem(dst_md_, io_.in(dy, ny_, 0))},
                             {DNNL_ARG_WEIGHTS, wm},
-                            {DNNL_ARG_DIFF_SRC, mem(src_md_, dx)}});
+                            {DNNL_ARG_DIFF_SRC, mem(src_md_, io_.out(dx, nx_))}});
     strm().wait();
+    io_.done(dx, nx_);
   }
   void backward_weights(const Act* x, const Act* dy, float* dw) override {
-    bwd_w_.execute(strm(), {{DNNL_ARG_SRC, mem(src_md_, x)},
-                            {DNNL_ARG_DIFF_DST, mem(dst_md_, dy)},
+    bwd_w_.execute(strm(), {{DNNL_ARG_SRC, mem(src_md_, io_.in(x, nx_, 0))},
+                            {DNNL_ARG_DIFF_DST, mem(dst_md_, io_.in(dy, ny_, 1))},
                             {DNNL_ARG_DIFF_WEIGHTS, dw_opaque_}});
     memory out = mem(user_w_md_, dw);
     from_dw_.execute(strm(), dw_opaque_, out);
@@ -143,12 +192,14 @@ class DnnlConv final : public ConvOp {
   // The weights as the primitive wants them: the user buffer itself if the layout matches
   // (no reorder primitive), otherwise reordered into the cached buffer.
   memory weights_for(dnnl::reorder& r, const float* w, memory& cache) {
-    memory user = mem(user_w_md_, w);
+    memory user = mem(user_w_md_, io_.weights(w, nw_));
     if (!r) return user;
     r.execute(strm(), user, cache);
     return cache;
   }
 
+  KernelIo& io_;
+  size_t nx_, ny_, nw_;
   memory::desc src_md_, dst_md_, user_w_md_;
   dnnl::convolution_forward::primitive_desc fwd_pd_;
   dnnl::convolution_forward fwd_;
@@ -162,8 +213,10 @@ class DnnlConv final : public ConvOp {
 
 class DnnlBatchNorm final : public BatchNormOp {
  public:
-  DnnlBatchNorm(int n, int c, int h, int w, bool relu, float momentum, float eps, DType t)
-      : m_(n * h * w),
+  DnnlBatchNorm(int n, int c, int h, int w, bool relu, float momentum, float eps, KernelIo& io)
+      : io_(io),
+        count_(size_t(n) * c * h * w),
+        m_(n * h * w),
         c_(c),
         relu_(relu),
         momentum_(momentum),
@@ -172,7 +225,7 @@ class DnnlBatchNorm final : public BatchNormOp {
         dg_(c),
         db_(c),
         zeros_(c, 0.f) {
-    data_md_ = memory::desc({n, c, h, w}, act_dt(t), tag::nhwc);
+    data_md_ = memory::desc({n, c, h, w}, io.kernel_dt(), tag::nhwc);
     vec_md_ = memory::desc({c}, dt::f32, tag::a);
     auto flags = dnnl::normalization_flags::use_scale | dnnl::normalization_flags::use_shift;
     if (relu) flags = flags | dnnl::normalization_flags::fuse_norm_relu;
@@ -193,8 +246,8 @@ class DnnlBatchNorm final : public BatchNormOp {
 
   void forward(const Act* x, const float* gamma, const float* beta, float* rm, float* rv, Act* y,
                bool training) override {
-    std::unordered_map<int, memory> args{{DNNL_ARG_SRC, mem(data_md_, x)},
-                                         {DNNL_ARG_DST, mem(data_md_, y)},
+    std::unordered_map<int, memory> args{{DNNL_ARG_SRC, mem(data_md_, io_.in(x, count_, 0))},
+                                         {DNNL_ARG_DST, mem(data_md_, io_.out(y, count_))},
                                          {DNNL_ARG_SCALE, mem(vec_md_, gamma)},
                                          {DNNL_ARG_SHIFT, mem(vec_md_, beta)}};
     if (training) {
@@ -210,26 +263,30 @@ class DnnlBatchNorm final : public BatchNormOp {
       eval_.execute(strm(), args);
       strm().wait();
     }
+    io_.done(y, count_);
   }
 
   void backward(const Act* x, const Act*, const Act* dy, const float* gamma, Act* dx,
                 float* dgamma, float* dbeta) override {
-    std::unordered_map<int, memory> args{{DNNL_ARG_SRC, mem(data_md_, x)},
-                                         {DNNL_ARG_DIFF_DST, mem(data_md_, dy)},
+    std::unordered_map<int, memory> args{{DNNL_ARG_SRC, mem(data_md_, io_.in(x, count_, 0))},
+                                         {DNNL_ARG_DIFF_DST, mem(data_md_, io_.in(dy, count_, 1))},
                                          {DNNL_ARG_MEAN, mem(vec_md_, mean_.data())},
                                          {DNNL_ARG_VARIANCE, mem(vec_md_, var_.data())},
                                          {DNNL_ARG_SCALE, mem(vec_md_, gamma)},
                                          {DNNL_ARG_SHIFT, mem(vec_md_, zeros_.data())},
-                                         {DNNL_ARG_DIFF_SRC, mem(data_md_, dx)},
+                                         {DNNL_ARG_DIFF_SRC, mem(data_md_, io_.out(dx, count_))},
                                          {DNNL_ARG_DIFF_SCALE, mem(vec_md_, dg_.data())},
                                          {DNNL_ARG_DIFF_SHIFT, mem(vec_md_, db_.data())}};
     if (relu_) args.insert({DNNL_ARG_WORKSPACE, ws_});
     bwd_.execute(strm(), args);
     strm().wait();
+    io_.done(dx, count_);
     for (int i = 0; i < c_; ++i) dgamma[i] += dg_[i], dbeta[i] += db_[i];
   }
 
  private:
+  KernelIo& io_;
+  size_t count_;
   int m_, c_;
   bool relu_;
   float momentum_;
@@ -246,9 +303,10 @@ class DnnlBatchNorm final : public BatchNormOp {
 
 class DnnlMaxPool final : public MaxPoolOp {
  public:
-  DnnlMaxPool(const PoolShape& s, DType t) {
-    src_md_ = memory::desc({s.n, s.c, s.h, s.w}, act_dt(t), tag::nhwc);
-    dst_md_ = memory::desc({s.n, s.c, s.oh(), s.ow()}, act_dt(t), tag::nhwc);
+  DnnlMaxPool(const PoolShape& s, KernelIo& io)
+      : io_(io), nx_(size_t(s.n) * s.c * s.h * s.w), ny_(size_t(s.n) * s.c * s.oh() * s.ow()) {
+    src_md_ = memory::desc({s.n, s.c, s.h, s.w}, io.kernel_dt(), tag::nhwc);
+    dst_md_ = memory::desc({s.n, s.c, s.oh(), s.ow()}, io.kernel_dt(), tag::nhwc);
     memory::dims k{s.kernel, s.kernel}, st{s.stride, s.stride}, p{s.pad, s.pad};
     dnnl::pooling_forward::desc fd(dnnl::prop_kind::forward_training, dnnl::algorithm::pooling_max,
                                    src_md_, dst_md_, st, k, p, p);
@@ -260,19 +318,23 @@ class DnnlMaxPool final : public MaxPoolOp {
     ws_ = memory(fwd_pd_.workspace_desc(), eng());
   }
   void forward(const Act* x, Act* y, bool) override {
-    fwd_.execute(strm(), {{DNNL_ARG_SRC, mem(src_md_, x)},
-                          {DNNL_ARG_DST, mem(dst_md_, y)},
+    fwd_.execute(strm(), {{DNNL_ARG_SRC, mem(src_md_, io_.in(x, nx_, 0))},
+                          {DNNL_ARG_DST, mem(dst_md_, io_.out(y, ny_))},
                           {DNNL_ARG_WORKSPACE, ws_}});
     strm().wait();
+    io_.done(y, ny_);
   }
   void backward(const Act*, const Act* dy, Act* dx) override {
-    bwd_.execute(strm(), {{DNNL_ARG_DIFF_DST, mem(dst_md_, dy)},
+    bwd_.execute(strm(), {{DNNL_ARG_DIFF_DST, mem(dst_md_, io_.in(dy, ny_, 0))},
                           {DNNL_ARG_WORKSPACE, ws_},
-                          {DNNL_ARG_DIFF_SRC, mem(src_md_, dx)}});
+                          {DNNL_ARG_DIFF_SRC, mem(src_md_, io_.out(dx, nx_))}});
     strm().wait();
+    io_.done(dx, nx_);
   }
 
  private:
+  KernelIo& io_;
+  size_t nx_, ny_;
   memory::desc src_md_, dst_md_;
   dnnl::pooling_forward::primitive_desc fwd_pd_;
   dnnl::pooling_forward fwd_;
@@ -324,32 +386,35 @@ class BlasLinear final : public LinearOp {
 
 class CpuBackend final : public HostBackend {
  public:
-  explicit CpuBackend(DType t) : HostBackend(t) {}
+  explicit CpuBackend(DType t) : HostBackend(t), io_(*this) {}
   std::string name() const override { return "cpu"; }
   std::unique_ptr<ConvOp> conv2d(const ConvShape& s) override {
-    return std::make_unique<DnnlConv>(s, dtype());
+    return std::make_unique<DnnlConv>(s, io_);
   }
   std::unique_ptr<BatchNormOp> batchnorm(int n, int c, int h, int w, bool relu, float momentum,
                                          float eps) override {
-    return std::make_unique<DnnlBatchNorm>(n, c, h, w, relu, momentum, eps, dtype());
+    return std::make_unique<DnnlBatchNorm>(n, c, h, w, relu, momentum, eps, io_);
   }
   std::unique_ptr<MaxPoolOp> maxpool(const PoolShape& s) override {
-    return std::make_unique<DnnlMaxPool>(s, dtype());
+    return std::make_unique<DnnlMaxPool>(s, io_);
   }
   std::unique_ptr<LinearOp> linear(int n, int in, int out) override {
     return std::make_unique<BlasLinear>(*this, n, in, out);
   }
   void relu_forward(const Act* x, Act* y, size_t count) override {
     Relu& r = relu(count);
-    r.fwd.execute(strm(), {{DNNL_ARG_SRC, mem(r.md, x)}, {DNNL_ARG_DST, mem(r.md, y)}});
+    r.fwd.execute(strm(), {{DNNL_ARG_SRC, mem(r.md, io_.in(x, count, 0))},
+                           {DNNL_ARG_DST, mem(r.md, io_.out(y, count))}});
     strm().wait();
+    io_.done(y, count);
   }
   void relu_backward(const Act* y, const Act* dy, Act* dx, size_t count) override {
     Relu& r = relu(count);
-    r.bwd.execute(strm(), {{DNNL_ARG_DST, mem(r.md, y)},
-                           {DNNL_ARG_DIFF_DST, mem(r.md, dy)},
-                           {DNNL_ARG_DIFF_SRC, mem(r.md, dx)}});
+    r.bwd.execute(strm(), {{DNNL_ARG_DST, mem(r.md, io_.in(y, count, 0))},
+                           {DNNL_ARG_DIFF_DST, mem(r.md, io_.in(dy, count, 1))},
+                           {DNNL_ARG_DIFF_SRC, mem(r.md, io_.out(dx, count))}});
     strm().wait();
+    io_.done(dx, count);
   }
   void add(const Act* a, const Act* b, Act* y, size_t count) override {
     const float* af = as_f32(a, count, sa_);
@@ -396,7 +461,7 @@ class CpuBackend final : public HostBackend {
     auto it = relu_.find(count);
     if (it != relu_.end()) return it->second;
     Relu r;
-    r.md = memory::desc({memory::dim(count)}, act_dt(dtype()), tag::a);
+    r.md = memory::desc({memory::dim(count)}, io_.kernel_dt(), tag::a);
     dnnl::eltwise_forward::desc fd(dnnl::prop_kind::forward_training,
                                    dnnl::algorithm::eltwise_relu_use_dst_for_bwd, r.md, 0.f);
     dnnl::eltwise_forward::primitive_desc fpd(fd, eng());
@@ -405,18 +470,22 @@ class CpuBackend final : public HostBackend {
     r.bwd = dnnl::eltwise_backward(dnnl::eltwise_backward::primitive_desc(bd, eng(), fpd));
     return relu_.emplace(count, std::move(r)).first->second;
   }
+  KernelIo io_;
   std::unordered_map<size_t, Relu> relu_;
   std::vector<float> sa_, sb_, sy_;  // bf16 staging of the small ops
 };
 
 // Whether oneDNN (2.6) runs bf16 here: natively where the ISA has AVX512-BF16 (or AMX); on
-// plain AVX-512 by emulation; not at all below AVX-512 (its bf16 kernels need AVX-512).
+// plain AVX-512 by its own emulation; not at all below AVX-512 (its bf16 kernels need
+// AVX-512; KernelIo emulates bf16 there). `native`: only the first. Probed once.
 bool dnnl_bf16(bool native, std::string* why) {
-  const int isa = int(dnnl::get_effective_cpu_isa());
-  const int bf16_isa = int(dnnl::cpu_isa::avx512_core_bf16);
-  if ((isa & bf16_isa) == bf16_isa) return true;
-  if (!native) {
-    try {  // emulated bf16: can oneDNN make a bf16 convolution on this CPU at all?
+  static const bool hardware = [] {
+    const int isa = int(dnnl::get_effective_cpu_isa());
+    const int bf16_isa = int(dnnl::cpu_isa::avx512_core_bf16);
+    return (isa & bf16_isa) == bf16_isa;
+  }();
+  static const bool kernels = hardware || [] {
+    try {  // can oneDNN make a bf16 convolution on this CPU at all?
       memory::desc a({1, 8, 4, 4}, dt::bf16, tag::nhwc), w({8, 8, 3, 3}, dt::bf16, tag::any);
       dnnl::convolution_forward::desc d(dnnl::prop_kind::forward_training,
                                         dnnl::algorithm::convolution_direct, a, w, a, {1, 1},
@@ -424,8 +493,10 @@ bool dnnl_bf16(bool native, std::string* why) {
       dnnl::convolution_forward::primitive_desc pd(d, eng());
       return true;
     } catch (const dnnl::error&) {
+      return false;
     }
-  }
+  }();
+  if (native ? hardware : kernels) return true;
   if (why)
     *why = native ? "this CPU has no native bf16 (oneDNN needs AVX512-BF16 or AMX)"
                   : "oneDNN has no bf16 kernels for this CPU (they need AVX-512)";
@@ -438,11 +509,11 @@ std::unique_ptr<Backend> make_cpu_backend(DType dtype) {
   return std::make_unique<CpuBackend>(dtype);
 }
 
+// bf16 runs on every CPU (natively, by oneDNN's emulation on AVX-512, or by KernelIo's below
+// it); natively only with AVX512-BF16 or AMX.
 bool cpu_backend_supports(DType dtype, bool native, std::string* why) {
-  if (dtype == DType::f32) return true;
-  static const bool emulated = dnnl_bf16(false, nullptr), hardware = dnnl_bf16(true, nullptr);
-  if (native ? hardware : emulated) return true;
-  return dnnl_bf16(native, why);
+  if (dtype == DType::f32 || !native) return true;
+  return dnnl_bf16(true, why);
 }
 
 }  // namespace sieve::nn

