@@ -14,7 +14,8 @@ namespace {
 
 // Ring search around the query's cell: after rings 0..R every unvisited point is at least
 // R * side away, so the search stops once the k-th best distance is within that bound.
-double kth_grid(const Grid& g, const CellIndex& ci, const float* q, int64_t k) {
+template <typename I>
+double kth_grid(const Grid& g, const CellIndexT<I>& ci, const float* q, int64_t k) {
   const int d = g.d;
   std::priority_queue<double> best;  // the k smallest squared distances (max on top)
   std::vector<int64_t> c(d);
@@ -100,10 +101,17 @@ std::vector<double> k_distances(const float* x, int64_t n, int d, int64_t k, int
       out[qi] = std::sqrt(dist[k - 1]);
     }
   } else {
-    CellIndex ci = build_cell_index(g, x, n);
+    // The index DBSCAN itself would build for these points (32-bit positions below 2^31
+    // points: half the memory).
+    auto search = [&](const auto& ci) {
 #pragma omp parallel for schedule(dynamic, 16)
-    for (size_t qi = 0; qi < queries.size(); ++qi)
-      out[qi] = kth_grid(g, ci, x + queries[qi] * d, k);
+      for (size_t qi = 0; qi < queries.size(); ++qi)
+        out[qi] = kth_grid(g, ci, x + queries[qi] * d, k);
+    };
+    if (dbscan_index_bits(n) == 32)
+      search(build_cell_index<int32_t>(g, x, n));
+    else
+      search(build_cell_index<int64_t>(g, x, n));
   }
   std::sort(out.begin(), out.end());
   return out;

@@ -6,6 +6,7 @@
 #include <random>
 
 #include "cluster/dbscan.hpp"
+#include "cluster/eps_select.hpp"
 #include "unit/test_cluster_reference.hpp"
 #include "util/error.hpp"
 
@@ -135,5 +136,39 @@ TEST(Dbscan, BothIndexWidthsGiveIdenticalResults) {
       EXPECT_EQ(a.dense_span, 0);
       EXPECT_GE(r32.num_clusters, 2);  // the two blobs (and a stray group in a tail)
     }
+  }
+}
+
+// auto_eps's k-distance curve: the grid ring search (d <= 3, on the index DBSCAN builds)
+// gives every query's k-th neighbour distance exactly as a full scan does, for dense
+// clusters, sparse outliers (the ring search gives up and scans) and duplicated points.
+TEST(Dbscan, KDistancesFromTheGridEqualAFullScan) {
+  std::mt19937 rng(7);
+  std::normal_distribution<float> blob(0.f, 0.3f);
+  std::uniform_real_distribution<float> far(-40.f, 40.f);
+  for (int d : {1, 2, 3}) {
+    const int64_t n = 3000, k = 5;
+    std::vector<float> x(size_t(n) * d);
+    for (int64_t i = 0; i < n; ++i)
+      for (int t = 0; t < d; ++t)
+        x[size_t(i) * d + t] = i % 50 == 0 ? far(rng) : i % 7 == 0 ? 1.f : float(i % 3) * 4 + blob(rng);
+    std::vector<double> want(n);
+    for (int64_t i = 0; i < n; ++i) {
+      std::vector<double> dist(n);
+      for (int64_t j = 0; j < n; ++j) {
+        double s = 0;
+        for (int t = 0; t < d; ++t) {
+          const double v = double(x[size_t(i) * d + t]) - x[size_t(j) * d + t];
+          s += v * v;
+        }
+        dist[j] = s;
+      }
+      std::nth_element(dist.begin(), dist.begin() + (k - 1), dist.end());
+      want[i] = std::sqrt(dist[k - 1]);
+    }
+    std::sort(want.begin(), want.end());
+    const std::vector<double> got = k_distances(x.data(), n, d, k, n, 1);
+    ASSERT_EQ(got.size(), want.size());
+    for (int64_t i = 0; i < n; ++i) ASSERT_NEAR(got[i], want[i], 1e-9 * (1 + want[i])) << d << "-D, " << i;
   }
 }
