@@ -9,7 +9,9 @@
 #       --set pretrain.model.width=0.125 --set pretrain.epochs=12
 #
 # Runs go under $SIEVE_BENCH_DIR (default runs/bench_precision/<config name>), one directory
-# per precision and seed (their logs and metrics stay there); the dataset is sharded once.
+# per precision and seed (their logs and metrics stay there); the dataset is sharded once. A
+# finished run whose command was exactly the same is reused (marked so): adding seeds later
+# trains only the new ones. Delete the directory to start over.
 # One rank, $SIEVE_THREADS (default 2) threads. On a CPU without native bf16 (no AVX512-BF16
 # or AMX) the bf16 runs are emulated (fp32 kernels on bf16-rounded data and weights:
 # docs/engine.md): the accuracy is bf16's, the speed is not; the table says which it was.
@@ -32,8 +34,12 @@ mkdir -p "$work"
 
 echo "bench_precision: $config, seeds $seeds, ${sets[*]:-(no overrides)}, 1 rank x $threads threads"
 echo "bench_precision: $(lscpu | sed -n 's/^Model name: *//p' | head -1)"
-shard_dataset --config "$config" "${sets[@]}" --set run.dir="$work/data" --overwrite >"$work/shard.log" 2>&1 ||
-  { cat "$work/shard.log" >&2; exit 1; }
+shard_cmd=(shard_dataset --config "$config" "${sets[@]}" --set run.dir="$work/data" --overwrite)
+if [ "$(cat "$work/data/command" 2>/dev/null)" != "${shard_cmd[*]}" ] || [ ! -f "$work/data/dataset.h5" ]; then
+  rm -f "$work/data/command"
+  "${shard_cmd[@]}" >"$work/shard.log" 2>&1 || { cat "$work/shard.log" >&2; exit 1; }
+  echo "${shard_cmd[*]}" >"$work/data/command"
+fi
 
 results=()  # "seed precision test_acc images_per_s"
 for s in $seeds; do
@@ -41,16 +47,22 @@ for s in $seeds; do
     dir="$work/$p-seed$s"
     mkdir -p "$dir"
     ln -sf "$work/data/dataset.h5" "$dir/dataset.h5"
-    t0=$(date +%s)
-    pretrain --config "$config" "${sets[@]}" --set run.dir="$dir" --set pretrain.seed="$s" \
-      --set pretrain.precision="$p" --overwrite >"$dir/pretrain.log" 2>&1 ||
-      { tail -5 "$dir/pretrain.log" >&2; exit 1; }
+    cmd=(pretrain --config "$config" "${sets[@]}" --set run.dir="$dir" --set pretrain.seed="$s"
+         --set pretrain.precision="$p" --overwrite)
+    t0=$(date +%s) reused=""
+    if [ "$(cat "$dir/command" 2>/dev/null)" = "${cmd[*]}" ] && [ -f "$dir/pretrain/model.h5" ]; then
+      reused=" (reused)"
+    else
+      rm -f "$dir/command"
+      "${cmd[@]}" >"$dir/pretrain.log" 2>&1 || { tail -5 "$dir/pretrain.log" >&2; exit 1; }
+      echo "${cmd[*]}" >"$dir/command"
+    fi
     last=$(tail -1 "$dir/pretrain/metrics.jsonl")
     acc=$(sed -E 's/.*"test_acc":([0-9.eE+-]+).*/\1/' <<<"$last")
     rate=$(sed -E 's/.*"images_per_s":([0-9.eE+-]+).*/\1/' <<<"$last")
     emulated=$(grep -c "bf16 emulated" "$dir/pretrain.log" || true)
-    printf 'seed %s %s: test acc %.4f, %.0f img/s, %d s%s\n' "$s" "$p" "$acc" "$rate" \
-      $(( $(date +%s) - t0 )) "$([ "$emulated" -gt 0 ] && echo ' (bf16 emulated)')"
+    printf 'seed %s %s: test acc %.4f, %.0f img/s, %d s%s%s\n' "$s" "$p" "$acc" "$rate" \
+      $(( $(date +%s) - t0 )) "$([ "$emulated" -gt 0 ] && echo ' (bf16 emulated)')" "$reused"
     results+=("$s $p $acc $rate")
   done
 done
