@@ -94,20 +94,26 @@ class KernelIo {
   std::vector<float> scratch_[3], weights_;
 };
 
-// oneDNN 2.6.3 (Debian 12) has an AVX2 convolution kernel that writes past its own buffer
-// when a channel count is not a multiple of 8 (valgrind: an 8-byte write after a 1,152-byte
-// block made at primitive creation; a 4-channel ResNet crashed or hung on an AVX2-only
-// EPYC). Such shapes step past the avx2 JIT implementation to the next one oneDNN offers
-// (gemm-based); they are the narrowest layers, where speed matters least. AVX-512 kernels
-// are not affected and are kept.
+// oneDNN 2.6.3 (Debian 12) has an AVX2 1x1-convolution kernel whose backward-weights pass
+// writes past its own buffer when a channel count is not a multiple of 8 and the stride is 2
+// (valgrind: 8-byte writes after a block made at primitive creation; the 4-channel test
+// ResNet's downsample crashed or hung on an AVX2-only EPYC). 1x1 convolutions with such
+// channel counts (any stride and all three passes: a margin around what was seen) step past
+// the jit_1x1:avx2 implementation to the next one oneDNN offers; they are the narrowest
+// layers, where speed matters least. Checked under valgrind on AVX2 (2026-11-23): the direct
+// jit:avx2 kernels (3x3, 7x7, strides 1 and 2, 1 to 16 input and 4 to 64 output channels,
+// forward and both backwards) and jit_1x1 at stride 1 write nothing out of bounds, and they
+// are kept: the gemm-based fallback this once sent every non-multiple-of-8 shape to took
+// 2.5 s for the backward weights of a 3-channel stem (128 x 32 x 32 images, 2 threads, on a
+// loaded machine) where jit:avx2 takes 8 ms. AVX-512 kernels are not affected.
 template <typename PD>
-void avoid_avx2_jit_for_odd_channels(PD& pd, const ConvShape& s) {
-  if (s.c % 8 == 0 && s.k % 8 == 0) return;
-  auto avx2_jit = [&] {
-    const std::string name = pd.impl_info_str();  // e.g. "jit:avx2", "jit_1x1:avx2"
-    return name.rfind("jit", 0) == 0 && name.find(":avx2") != std::string::npos;
+void avoid_avx2_jit_1x1_for_odd_channels(PD& pd, const ConvShape& s) {
+  if (s.r != 1 || s.s != 1 || (s.c % 8 == 0 && s.k % 8 == 0)) return;
+  auto avx2_jit_1x1 = [&] {
+    const std::string name = pd.impl_info_str();  // e.g. "jit_1x1:avx2"
+    return name.rfind("jit_1x1", 0) == 0 && name.find(":avx2") != std::string::npos;
   };
-  while (avx2_jit() && pd.next_impl()) {
+  while (avx2_jit_1x1() && pd.next_impl()) {
   }
 }
 
@@ -130,17 +136,17 @@ class DnnlConv final : public ConvOp {
                                        dnnl::algorithm::convolution_direct, src_md_, w_any, dst_md_,
                                        strides, pad, pad);
     fwd_pd_ = dnnl::convolution_forward::primitive_desc(fd, eng());
-    avoid_avx2_jit_for_odd_channels(fwd_pd_, s);
+    avoid_avx2_jit_1x1_for_odd_channels(fwd_pd_, s);
     fwd_ = dnnl::convolution_forward(fwd_pd_);
     dnnl::convolution_backward_data::desc bd(dnnl::algorithm::convolution_direct, src_md_, w_any,
                                              dst_md_, strides, pad, pad);
     bwd_d_pd_ = dnnl::convolution_backward_data::primitive_desc(bd, eng(), fwd_pd_);
-    avoid_avx2_jit_for_odd_channels(bwd_d_pd_, s);
+    avoid_avx2_jit_1x1_for_odd_channels(bwd_d_pd_, s);
     bwd_d_ = dnnl::convolution_backward_data(bwd_d_pd_);
     dnnl::convolution_backward_weights::desc bw(dnnl::algorithm::convolution_direct, src_md_, dw_any,
                                                 dst_md_, strides, pad, pad);
     bwd_w_pd_ = dnnl::convolution_backward_weights::primitive_desc(bw, eng(), fwd_pd_);
-    avoid_avx2_jit_for_odd_channels(bwd_w_pd_, s);
+    avoid_avx2_jit_1x1_for_odd_channels(bwd_w_pd_, s);
     bwd_w_ = dnnl::convolution_backward_weights(bwd_w_pd_);
     // Weight reorders, created once: OIHW -> each primitive's layout, and the weight
     // gradient back to OIHW with a sum post-op, so it accumulates (+=) straight into grads.

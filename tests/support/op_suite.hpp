@@ -32,6 +32,11 @@ struct OpCase {
   double tol;  // relative tolerance of every comparison (see above)
 };
 
+// gtest prints a failing case's parameter with this (not as raw bytes).
+inline void PrintTo(const OpCase& c, std::ostream* os) {
+  *os << c.backend << " " << dtype_name(c.dtype) << " tol " << c.tol;
+}
+
 inline std::string op_case_name(const ::testing::TestParamInfo<OpCase>& info) {
   return info.param.backend + "_" + dtype_name(info.param.dtype);
 }
