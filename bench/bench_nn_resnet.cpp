@@ -20,6 +20,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <new>
@@ -63,15 +64,18 @@ static const char* kUsage =
     "usage: bench_nn_resnet [batch=128] [steps=10] [warmup=2] [arch=resnet18] [width=1.0]\n"
     "                       [sgemm=1] [backend=cpu] [precision=fp32] [stem=cifar] [input=32]\n";
 
-// Positional argument i as a number of at least `min`, or `fallback` when absent.
+// Positional argument i as a number of at least `min` (a whole one up to 2^31 - 1 if
+// `whole`), or `fallback` when absent.
 static double number_arg(int argc, char** argv, int i, const char* name, double fallback,
-                         double min) {
+                         double min, bool whole = true) {
   if (argc <= i) return fallback;
   char* end = nullptr;
   const double v = std::strtod(argv[i], &end);
-  if (end == argv[i] || *end != '\0' || !(v >= min))
-    throw sieve::UsageError(sieve::cat("argument ", i, " (", name, ") '", argv[i],
-                                       "': expected a number >= ", min, "\n", kUsage));
+  if (end == argv[i] || *end != '\0' || !(v >= min) || !std::isfinite(v) ||
+      (whole && (v != std::floor(v) || v > 2147483647.0)))
+    throw sieve::UsageError(sieve::cat("argument ", i, " (", name, ") '", argv[i], "': expected ",
+                                       whole ? "a whole number" : "a number", " >= ", min,
+                                       " (see --help)"));
   return v;
 }
 
@@ -86,7 +90,7 @@ static int run(int argc, char** argv) {
   const int warmup = int(number_arg(argc, argv, 3, "warmup", 2, 0));
   ModelSpec spec;
   spec.arch = argc > 4 ? argv[4] : "resnet18";
-  spec.width = number_arg(argc, argv, 5, "width", 1.0, 1e-3);
+  spec.width = number_arg(argc, argv, 5, "width", 1.0, 1e-3, false);
   const bool do_sgemm = number_arg(argc, argv, 6, "sgemm", 1, 0) != 0;
   spec.backend = argc > 7 ? argv[7] : "cpu";
   const std::string precision = argc > 8 ? argv[8] : "fp32";

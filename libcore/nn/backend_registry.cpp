@@ -80,7 +80,7 @@ DType resolve_precision(const std::string& precision, const std::string& name,
       throw UsageError(cat(key, ": bf16 on backend '", name, "': ", why,
                            "; use fp32 or auto"));
     if (note && !backend_supports(name, DType::bf16, true, &why))
-      *note = cat(key, ": bf16 emulated: ", why, "; bf16's numerics at fp32's speed, not bf16's");
+      *note = cat(key, ": bf16 emulated: ", why, "; bf16's numerics, not its speed");
     return DType::bf16;
   }
   if (precision != "auto")
