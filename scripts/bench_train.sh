@@ -66,7 +66,8 @@ for r in $(seq 1 "$rounds"); do
 done
 
 echo
-echo "CPU: $(lscpu | sed -n 's/^Model name: *//p'), $(nproc) cores; oneDNN ISA: $(lscpu | grep -o 'avx512_bf16\|amx_bf16' | sort -u | tr '\n' ' ')"
+bf16_flags=$(grep -o -w 'avx512_bf16\|amx_bf16' /proc/cpuinfo | sort -u | tr '\n' ' ')
+echo "CPU: $(lscpu | sed -n 's/^Model name: *//p'), $(nproc) cores; bf16 in hardware: ${bf16_flags:-none (AVX512-BF16 / AMX absent)}"
 printf "%-34s %10s   %s\n" "ResNet-18 CIFAR b$batch t$threads" "median" "per round (img/s)"
 best_torch=0
 for m in "${modes[@]}"; do
