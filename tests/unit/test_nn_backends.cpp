@@ -59,5 +59,17 @@ TEST(NnBackends, ResolvePrecision) {
   if (!native) {
     EXPECT_NE(note.find("scaled.precision: bf16 emulated"), std::string::npos) << note;
   }
+  // A backend without bf16 at all (cuda in a build without CUDA, on a machine without a
+  // GPU, or below compute capability 8.0): an error naming the key and the backend.
+  if (!backend_supports("cuda", DType::bf16)) {
+    try {
+      resolve_precision("bf16", "cuda", "features.precision");
+      ADD_FAILURE() << "bf16 on a backend without it must fail";
+    } catch (const sieve::UsageError& e) {
+      EXPECT_NE(std::string(e.what()).find("features.precision: bf16 on backend 'cuda'"),
+                std::string::npos)
+          << e.what();
+    }
+  }
   EXPECT_THROW(resolve_precision("fp16", "cpu", "x.precision"), sieve::UsageError);
 }
