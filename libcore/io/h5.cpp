@@ -292,7 +292,7 @@ std::vector<hsize_t> File::require(const std::string& name, int rank) const {
   std::string want = expected_name<T>();
   if (found != want || int(dd.size()) != rank) {
     std::string shape;
-    for (size_t i = 0; i < dd.size(); ++i) shape += (i ? "," : "") + std::to_string(dd[i]);
+    for (size_t i = 0; i < dd.size(); ++i) shape += cat(i ? "," : "", dd[i]);
     throw Error(cat(where(name), ": expected ", want, " with ", rank, " dimension(s), found ",
                     found, "[", shape, "]"));
   }

@@ -18,6 +18,7 @@
 #include <cmath>
 #include <limits>
 #include <random>
+#include <sstream>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -65,9 +66,10 @@ inline double rel_diff(const Vec& a, const Vec& b) {
 }
 
 inline std::string testing_shape(const ConvShape& s) {
-  return "n" + std::to_string(s.n) + " c" + std::to_string(s.c) + " " + std::to_string(s.h) + "x" +
-         std::to_string(s.w) + " k" + std::to_string(s.k) + " " + std::to_string(s.r) + "x" +
-         std::to_string(s.s) + "/" + std::to_string(s.stride) + " pad " + std::to_string(s.pad);
+  std::ostringstream o;
+  o << "n" << s.n << " c" << s.c << " " << s.h << "x" << s.w << " k" << s.k << " " << s.r << "x"
+    << s.s << "/" << s.stride << " pad " << s.pad;
+  return o.str();
 }
 
 class BackendOps : public ::testing::TestWithParam<OpCase> {
