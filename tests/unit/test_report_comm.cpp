@@ -115,7 +115,9 @@ TEST(StrategyModel, OrderingAtScaleAndNoCommunicationOnOneRank) {
   std::map<std::string, std::map<int64_t, double>> step;
   for (const auto& p : pts) {
     step[p.strategy][p.ranks] = p.step_s;
-    if (p.ranks == 1) EXPECT_DOUBLE_EQ(p.step_s, p.compute_s) << p.strategy;
+    if (p.ranks == 1) {
+      EXPECT_DOUBLE_EQ(p.step_s, p.compute_s) << p.strategy;
+    }
     EXPECT_GE(p.step_s, p.compute_s);
   }
   ASSERT_EQ(step["buckets"].rbegin()->first, 1536);
@@ -123,8 +125,11 @@ TEST(StrategyModel, OrderingAtScaleAndNoCommunicationOnOneRank) {
   // ordering: each fused buffer pays the ring's 2(p-1) latencies, and there are more of them
   // than buckets). The parameter server's pull is never overlapped: behind buckets at every p.
   EXPECT_LT(step["buckets"][1536], step["fusion-queue"][1536]);
-  for (const auto& [p, t] : step["buckets"])
-    if (p > 1) EXPECT_LT(t, step["parameter-server"][p]) << "p=" << p;
+  for (const auto& [p, t] : step["buckets"]) {
+    if (p > 1) {
+      EXPECT_LT(t, step["parameter-server"][p]) << "p=" << p;
+    }
+  }
   // Communication grows with p: step time never falls in weak scaling.
   for (const auto& [name, by_p] : step) {
     double prev = 0;
