@@ -14,7 +14,7 @@
 # SKLEARN_TSNE_N=0 skips it (at 1 M points it would take days).
 # Above 100,000 points the 10-NN preservation is the mean over a fixed seeded sample of
 # 10,000 points (their neighbours among all N, brute force in the input space): the exact
-# all-points figure needs N^2 distances. The table says so. From 1,000,000 points
+# all-points figure needs N^2 distances. The table says so. From 200,000 points
 # reduce_dims's own k-NN is the approximate ivf search (embed.tsne.knn=auto; docs/embed.md).
 # SIEVE_TSNE_KNN=exact|ivf|hnsw overrides that choice (embed.tsne.knn, default auto).
 # Usage: scripts/bench_embed.sh [N=50000]   (env: SIEVE_BUILD_DIR, OMP_NUM_THREADS,

@@ -35,7 +35,7 @@ void add_embed_keys(ConfigSchema& s) {
                "input k-NN of the affinities (k = 3 x perplexity): exact (blocked GEMM, "
                "2 N^2 D flops), ivf (approximate: k-means cells of sqrt N rows, each searched "
                "by GEMM against its 64 nearest cells) or hnsw (approximate, hnswlib graph "
-               "built on one thread: slow to build); auto = exact below 1000000 points, else "
+               "built on one thread: slow to build); auto = exact below 200000 points, else "
                "ivf (docs/embed.md has recall and times)",
                {"auto", "exact", "hnsw", "ivf"});
   s.add_string("embed.tsne.locality_order", "auto",
