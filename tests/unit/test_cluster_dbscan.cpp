@@ -155,14 +155,7 @@ TEST(Dbscan, KDistancesFromTheGridEqualAFullScan) {
     std::vector<double> want(n);
     for (int64_t i = 0; i < n; ++i) {
       std::vector<double> dist(n);
-      for (int64_t j = 0; j < n; ++j) {
-        double s = 0;
-        for (int t = 0; t < d; ++t) {
-          const double v = double(x[size_t(i) * d + t]) - x[size_t(j) * d + t];
-          s += v * v;
-        }
-        dist[j] = s;
-      }
+      for (int64_t j = 0; j < n; ++j) dist[j] = test::ref_d2(x, d, i, j);
       std::nth_element(dist.begin(), dist.begin() + (k - 1), dist.end());
       want[i] = std::sqrt(dist[k - 1]);
     }
