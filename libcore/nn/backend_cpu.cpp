@@ -54,7 +54,33 @@ dt act_dt(DType t) {
   return t == DType::bf16 ? dt::bf16 : dt::f32;
 }
 
-bool dnnl_bf16(bool native, std::string* why);
+// Whether the CPU computes bf16 natively: AVX512-BF16 (AMX CPUs have it too). Probed once.
+bool native_bf16() {
+  static const bool has = [] {
+    const int isa = int(dnnl::get_effective_cpu_isa());
+    const int bf16_isa = int(dnnl::cpu_isa::avx512_core_bf16);
+    return (isa & bf16_isa) == bf16_isa;
+  }();
+  return has;
+}
+
+// Whether oneDNN 2.6 has bf16 kernels here: natively, or by its own emulation on plain
+// AVX-512; not below AVX-512 (KernelIo emulates bf16 there). Probed once.
+bool dnnl_bf16_kernels() {
+  static const bool has = native_bf16() || [] {
+    try {  // can oneDNN make a bf16 convolution on this CPU at all?
+      memory::desc a({1, 8, 4, 4}, dt::bf16, tag::nhwc), w({8, 8, 3, 3}, dt::bf16, tag::any);
+      dnnl::convolution_forward::desc d(dnnl::prop_kind::forward_training,
+                                        dnnl::algorithm::convolution_direct, a, w, a, {1, 1},
+                                        {1, 1}, {1, 1});
+      dnnl::convolution_forward::primitive_desc pd(d, eng());
+      return true;
+    } catch (const dnnl::error&) {
+      return false;
+    }
+  }();
+  return has;
+}
 
 // What the oneDNN primitives read and write. Normally the activations themselves: the
 // primitives are made for the backend's dtype. Where oneDNN has no bf16 kernels (CPUs below
@@ -64,12 +90,13 @@ bool dnnl_bf16(bool native, std::string* why);
 // (a bf16 x bf16 product is exact in fp32) and sums them in fp32, only in another order, so
 // this runs bf16's numerics (what precision: bf16 does to accuracy) at fp32's speed less the
 // conversions; never bf16's speed. Ops run one at a time (backend.hpp), so one set of scratch
-// buffers serves every op of the backend: slots 0 and 1 for inputs, 2 for the output.
+// buffers serves every op of the backend: slots 0 and 1 for inputs, 2 for the output (also
+// the staging of the backend's own fp32 loops on bf16 data: add, average pooling).
 class KernelIo {
  public:
   explicit KernelIo(const HostBackend& be)
-      : be_(be), decode_(be.dtype() == DType::bf16 && !dnnl_bf16(false, nullptr)) {}
-  bool emulating() const { return decode_; }
+      : be_(be), decode_(be.dtype() == DType::bf16 && !dnnl_bf16_kernels()) {}
+  std::vector<float>& scratch(int slot) { return scratch_[slot]; }
   dt kernel_dt() const { return decode_ ? dt::f32 : act_dt(be_.dtype()); }
   const void* in(const Act* x, size_t count, int slot) {
     return decode_ ? be_.as_f32(x, count, scratch_[slot]) : x;
@@ -81,11 +108,7 @@ class KernelIo {
   }
   // Convolution weights as the kernel takes them: w itself, or rounded to bf16 values.
   const float* weights(const float* w, size_t count) {
-    if (!decode_) return w;
-    weights_.resize(count);
-#pragma omp parallel for simd schedule(static) if (count > kParallelMin)
-    for (size_t i = 0; i < count; ++i) weights_[i] = from_bf16(to_bf16(w[i]));
-    return weights_.data();
+    return decode_ ? HostBackend::rounded_to_bf16(w, count, weights_) : w;
   }
 
  private:
@@ -104,8 +127,9 @@ class KernelIo {
 // jit:avx2 kernels (3x3, 7x7, strides 1 and 2, 1 to 16 input and 4 to 64 output channels,
 // forward and both backwards) and jit_1x1 at stride 1 write nothing out of bounds, and they
 // are kept: the gemm-based fallback this once sent every non-multiple-of-8 shape to took
-// 2.5 s for the backward weights of a 3-channel stem (128 x 32 x 32 images, 2 threads, on a
-// loaded machine) where jit:avx2 takes 8 ms. AVX-512 kernels are not affected.
+// 8.3 ms for the backward weights of a 3-channel stem (128 x 32 x 32 images, 2 threads) where
+// jit:avx2 takes 3.7 ms on an idle machine, and degraded far worse under contention (2.5 s
+// against 8 ms once, with the 2 cores oversubscribed). AVX-512 kernels are not affected.
 template <typename PD>
 void avoid_avx2_jit_1x1_for_odd_channels(PD& pd, const ConvShape& s) {
   if (s.r != 1 || s.s != 1 || (s.c % 8 == 0 && s.k % 8 == 0)) return;
@@ -423,16 +447,16 @@ class CpuBackend final : public HostBackend {
     io_.done(dx, count);
   }
   void add(const Act* a, const Act* b, Act* y, size_t count) override {
-    const float* af = as_f32(a, count, sa_);
-    const float* bf = as_f32(b, count, sb_);
-    float* out = f32_out(y, count, sy_);
+    const float* af = as_f32(a, count, io_.scratch(0));
+    const float* bf = as_f32(b, count, io_.scratch(1));
+    float* out = f32_out(y, count, io_.scratch(2));
 #pragma omp parallel for simd schedule(static) if (count > kParallelMin)
     for (size_t i = 0; i < count; ++i) out[i] = af[i] + bf[i];
     store(out, y, count);
   }
   void avgpool_forward(const Act* xa, Act* ya, int n, int c, int hw) override {
-    const float* x = as_f32(xa, size_t(n) * c * hw, sa_);
-    float* y = f32_out(ya, size_t(n) * c, sy_);
+    const float* x = as_f32(xa, size_t(n) * c * hw, io_.scratch(0));
+    float* y = f32_out(ya, size_t(n) * c, io_.scratch(2));
 #pragma omp parallel for schedule(static) if (size_t(n) * c * hw > kParallelMin)
     for (int i = 0; i < n; ++i) {
       float* yi = y + size_t(i) * c;
@@ -446,8 +470,8 @@ class CpuBackend final : public HostBackend {
     store(y, ya, size_t(n) * c);
   }
   void avgpool_backward(const Act* dya, Act* dxa, int n, int c, int hw) override {
-    const float* dy = as_f32(dya, size_t(n) * c, sa_);
-    float* dx = f32_out(dxa, size_t(n) * c * hw, sy_);
+    const float* dy = as_f32(dya, size_t(n) * c, io_.scratch(0));
+    float* dx = f32_out(dxa, size_t(n) * c * hw, io_.scratch(2));
 #pragma omp parallel for schedule(static) if (size_t(n) * c * hw > kParallelMin)
     for (int i = 0; i < n; ++i)
       for (int p = 0; p < hw; ++p)
@@ -478,36 +502,7 @@ class CpuBackend final : public HostBackend {
   }
   KernelIo io_;
   std::unordered_map<size_t, Relu> relu_;
-  std::vector<float> sa_, sb_, sy_;  // bf16 staging of the small ops
 };
-
-// Whether oneDNN (2.6) runs bf16 here: natively where the ISA has AVX512-BF16 (or AMX); on
-// plain AVX-512 by its own emulation; not at all below AVX-512 (its bf16 kernels need
-// AVX-512; KernelIo emulates bf16 there). `native`: only the first. Probed once.
-bool dnnl_bf16(bool native, std::string* why) {
-  static const bool hardware = [] {
-    const int isa = int(dnnl::get_effective_cpu_isa());
-    const int bf16_isa = int(dnnl::cpu_isa::avx512_core_bf16);
-    return (isa & bf16_isa) == bf16_isa;
-  }();
-  static const bool kernels = hardware || [] {
-    try {  // can oneDNN make a bf16 convolution on this CPU at all?
-      memory::desc a({1, 8, 4, 4}, dt::bf16, tag::nhwc), w({8, 8, 3, 3}, dt::bf16, tag::any);
-      dnnl::convolution_forward::desc d(dnnl::prop_kind::forward_training,
-                                        dnnl::algorithm::convolution_direct, a, w, a, {1, 1},
-                                        {1, 1}, {1, 1});
-      dnnl::convolution_forward::primitive_desc pd(d, eng());
-      return true;
-    } catch (const dnnl::error&) {
-      return false;
-    }
-  }();
-  if (native ? hardware : kernels) return true;
-  if (why)
-    *why = native ? "this CPU has no native bf16 (oneDNN needs AVX512-BF16 or AMX)"
-                  : "oneDNN has no bf16 kernels for this CPU (they need AVX-512)";
-  return false;
-}
 
 }  // namespace
 
@@ -518,8 +513,9 @@ std::unique_ptr<Backend> make_cpu_backend(DType dtype) {
 // bf16 runs on every CPU (natively, by oneDNN's emulation on AVX-512, or by KernelIo's below
 // it); natively only with AVX512-BF16 or AMX.
 bool cpu_backend_supports(DType dtype, bool native, std::string* why) {
-  if (dtype == DType::f32 || !native) return true;
-  return dnnl_bf16(true, why);
+  if (dtype == DType::f32 || !native || native_bf16()) return true;
+  if (why) *why = "this CPU has no native bf16 (oneDNN needs AVX512-BF16 or AMX)";
+  return false;
 }
 
 }  // namespace sieve::nn

@@ -46,6 +46,9 @@ class HostBackend : public Backend {
   // store() rounds it into y (a no-op for fp32).
   float* f32_out(Act* y, size_t count, std::vector<float>& scratch) const;
   void store(const float* computed, Act* y, size_t count) const;
+  // fp32 master weights rounded to bf16 values (still fp32), into scratch: what a bf16 kernel
+  // multiplies, for the host backends that compute a bf16 op with fp32 arithmetic.
+  static const float* rounded_to_bf16(const float* w, size_t count, std::vector<float>& scratch);
 
  private:
   DType dtype_;

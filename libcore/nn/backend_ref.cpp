@@ -46,10 +46,7 @@ class RefConv final : public ConvOp {
   // bf16 backend's kernels take them); fp32 uses them as they are.
   const float* weights(const float* w) {
     if (st_.be.dtype() == DType::f32) return w;
-    const size_t n = size_t(s_.k) * s_.c * s_.r * s_.s;
-    st_.e.resize(n);
-    for (size_t i = 0; i < n; ++i) st_.e[i] = from_bf16(to_bf16(w[i]));
-    return st_.e.data();
+    return HostBackend::rounded_to_bf16(w, size_t(s_.k) * s_.c * s_.r * s_.s, st_.e);
   }
 
   ConvShape s_;

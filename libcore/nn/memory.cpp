@@ -117,4 +117,12 @@ void HostBackend::store(const float* computed, Act* y, size_t count) const {
   for (size_t i = 0; i < count; ++i) yb[i] = to_bf16(computed[i]);
 }
 
+const float* HostBackend::rounded_to_bf16(const float* w, size_t count,
+                                          std::vector<float>& scratch) {
+  scratch.resize(count);
+#pragma omp parallel for simd schedule(static) if (count > kParallelMin)
+  for (size_t i = 0; i < count; ++i) scratch[i] = from_bf16(to_bf16(w[i]));
+  return scratch.data();
+}
+
 }  // namespace sieve::nn
