@@ -141,7 +141,9 @@ bool backend_supports(const std::string& name, DType dtype, bool native = false,
 // non-null, gets one line saying why). bf16 where the hardware has no native bf16 (the
 // backend emulates it): bf16, and `note` says it is emulated. bf16 on a backend or machine
 // without it at all (cuda without compute capability 8.0): UsageError naming `key`, the
-// backend and why.
+// backend and why. The environment variable SIEVE_PRECISION_AUTO=bf16|fp32 makes auto
+// resolve as on the other kind of CPU (bf16 emulated where not native): a test seam, so that
+// one machine runs the suite as a bf16 CPU and as an AVX2 one would.
 DType resolve_precision(const std::string& precision, const std::string& backend_name,
                         const std::string& key, std::string* note = nullptr);
 

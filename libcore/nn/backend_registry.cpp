@@ -1,6 +1,7 @@
 // The ONE place that knows which backends exist (and the only #ifdef of the engine: whether
 // this build has the CUDA backend). A new backend adds its factory declaration to
 // backend_impl.hpp and one entry here.
+#include <cstdlib>
 #include <map>
 #include <mutex>
 
@@ -85,6 +86,21 @@ DType resolve_precision(const std::string& precision, const std::string& name,
   }
   if (precision != "auto")
     throw UsageError(cat(key, ": expected auto, bf16 or fp32, got '", precision, "'"));
+  // What auto means differs between CPUs (bf16 with AVX512-BF16/AMX, fp32 below), so a test
+  // suite that passes on one CPU can fail on the other. SIEVE_PRECISION_AUTO=bf16|fp32 makes
+  // auto resolve as it would on the other kind of CPU (bf16 emulated where not native), so
+  // both behaviours are tested on any machine (tests/CMakeLists.txt runs a suite part so).
+  if (const char* forced = std::getenv("SIEVE_PRECISION_AUTO"); forced && *forced) {
+    const std::string f = forced;
+    if (f != "bf16" && f != "fp32")
+      throw UsageError(cat("SIEVE_PRECISION_AUTO: expected bf16 or fp32, got '", f, "'"));
+    if (f == "bf16" && !backend_supports(name, DType::bf16, false, &why)) {
+      if (note) *note = cat(key, ": auto -> fp32 (SIEVE_PRECISION_AUTO=bf16, but ", why, ")");
+      return DType::f32;
+    }
+    if (note) *note = cat(key, ": auto -> ", f, " (SIEVE_PRECISION_AUTO)");
+    return f == "bf16" ? DType::bf16 : DType::f32;
+  }
   if (backend_supports(name, DType::bf16, true, &why)) return DType::bf16;
   if (note) *note = cat(key, ": auto -> fp32 (", why, ")");
   return DType::f32;

@@ -24,6 +24,9 @@ std::string scratch_dir(const std::string& name) {
   // test concurrently, and they must not share (and wipe) each other's directory.
   std::string dir = env_or("SIEVE_BUILD_DIR", ".") + "/test-scratch/" + name;
   if (world.size() > 1) dir += "-np" + std::to_string(world.size());
+  // Likewise the forced-precision variants of a test (tests/CMakeLists.txt).
+  if (const char* forced = std::getenv("SIEVE_PRECISION_AUTO"); forced && *forced)
+    dir += std::string("-auto_") + forced;
   if (world.is_root()) {
     fs::remove_all(dir);
     fs::create_directories(dir);

@@ -1,5 +1,8 @@
 // Helpers shared by tests: scratch directories and paths to the build and shared data.
 #pragma once
+#include <cstdlib>
+#include <optional>
+#include <utility>
 #include <string>
 
 namespace sieve::test {
@@ -18,5 +21,25 @@ int run_command(const std::string& cmd, std::string* output = nullptr);
 std::string clean_mpi_env();
 // clean_mpi_env() + "mpirun --oversubscribe -n <ranks> " (for tools run with <ranks> ranks).
 std::string mpirun_prefix(int ranks);
+
+// Unsets an environment variable for a scope and restores its old value after (a test that
+// pins behaviour the variable would change, or that sets it itself).
+class ScopedUnsetEnv {
+ public:
+  explicit ScopedUnsetEnv(std::string name) : name_(std::move(name)) {
+    if (const char* v = std::getenv(name_.c_str())) old_ = v;
+    unsetenv(name_.c_str());
+  }
+  ~ScopedUnsetEnv() {
+    if (old_) setenv(name_.c_str(), old_->c_str(), 1);
+    else unsetenv(name_.c_str());
+  }
+  ScopedUnsetEnv(const ScopedUnsetEnv&) = delete;
+  ScopedUnsetEnv& operator=(const ScopedUnsetEnv&) = delete;
+
+ private:
+  std::string name_;
+  std::optional<std::string> old_;
+};
 
 }  // namespace sieve::test

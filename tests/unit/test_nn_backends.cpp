@@ -7,6 +7,7 @@
 
 #include "nn/backend.hpp"
 #include "support/op_suite.hpp"
+#include "support/test_util.hpp"
 #include "util/error.hpp"
 
 using namespace sieve::nn;
@@ -39,6 +40,8 @@ TEST(NnBackends, Bf16RoundsToNearestEven) {
 // precision: auto picks bf16 only where the hardware has it, and says so otherwise; bf16
 // runs where the backend can, and says so where that is emulation; fp32 is always fp32.
 TEST(NnBackends, ResolvePrecision) {
+  // This test pins auto's own choice: without the seam that forces it (next test).
+  const sieve::test::ScopedUnsetEnv plain("SIEVE_PRECISION_AUTO");
   EXPECT_EQ(resolve_precision("fp32", "cpu", "pretrain.precision"), DType::f32);
   std::string note;
   // ref only emulates bf16: auto stays fp32 and says why, in one line naming the key.
@@ -72,4 +75,37 @@ TEST(NnBackends, ResolvePrecision) {
     }
   }
   EXPECT_THROW(resolve_precision("fp16", "cpu", "x.precision"), sieve::UsageError);
+}
+
+// SIEVE_PRECISION_AUTO makes auto resolve as on the other kind of CPU (the suite runs once
+// so, see tests/CMakeLists.txt): bf16 where the backend has it at all (emulated included),
+// fp32 where asked; explicit precisions are untouched; a bad value is an error naming it.
+TEST(NnBackends, PrecisionAutoCanBeForcedForTests) {
+  const sieve::test::ScopedUnsetEnv restore("SIEVE_PRECISION_AUTO");
+  std::string note;
+  setenv("SIEVE_PRECISION_AUTO", "bf16", 1);
+  EXPECT_EQ(resolve_precision("auto", "ref", "pretrain.precision", &note), DType::bf16);
+  EXPECT_NE(note.find("pretrain.precision: auto -> bf16 (SIEVE_PRECISION_AUTO)"),
+            std::string::npos)
+      << note;
+  EXPECT_EQ(resolve_precision("auto", "cpu", "x.precision"), DType::bf16);
+  EXPECT_EQ(resolve_precision("fp32", "cpu", "x.precision"), DType::f32);
+  if (!backend_supports("cuda", DType::bf16)) {
+    note.clear();
+    EXPECT_EQ(resolve_precision("auto", "cuda", "features.precision", &note), DType::f32);
+    EXPECT_NE(note.find("auto -> fp32 (SIEVE_PRECISION_AUTO=bf16, but"), std::string::npos)
+        << note;
+  }
+  setenv("SIEVE_PRECISION_AUTO", "fp32", 1);
+  EXPECT_EQ(resolve_precision("auto", "cpu", "x.precision"), DType::f32);
+  EXPECT_EQ(resolve_precision("bf16", "cpu", "x.precision"), DType::bf16);
+  setenv("SIEVE_PRECISION_AUTO", "fp16", 1);
+  try {
+    resolve_precision("auto", "cpu", "x.precision");
+    ADD_FAILURE() << "a bad SIEVE_PRECISION_AUTO must fail";
+  } catch (const sieve::UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("SIEVE_PRECISION_AUTO: expected bf16 or fp32, got 'fp16'"),
+              std::string::npos)
+        << e.what();
+  }
 }
