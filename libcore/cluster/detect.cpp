@@ -23,7 +23,7 @@ void check_labels(const int32_t* labels, int64_t n, int classes) {
 
 // rows == nullptr: the rows of p are 0..m-1 and comm is null (one process).
 Detection confident(const Comm* comm, const float* p, const int64_t* rows, int64_t m, int classes,
-                    int64_t n, const int32_t* labels) {
+                    int64_t n, const int32_t* labels, NoiseEstimate* estimate) {
   check_labels(labels, n, classes);
   auto row_of = [&](int64_t q) { return rows ? rows[q] : q; };
   // Per-class threshold: the mean self-confidence of the samples given that label. The sums
@@ -57,6 +57,8 @@ Detection confident(const Comm* comm, const float* p, const int64_t* rows, int64
   det.inputs = "class probabilities (confident joint)";
   det.score.assign(size_t(n), 0.0f);
   det.flag.assign(size_t(n), 0);
+  // The confident joint (calibrate.hpp): given label x confidently predicted class.
+  std::vector<int64_t> joint(size_t(classes) * size_t(classes), 0);
   for (int64_t q = 0; q < m; ++q) {
     const float* pi = p + q * classes;
     const int64_t i = row_of(q);
@@ -68,24 +70,29 @@ Detection confident(const Comm* comm, const float* p, const int64_t* rows, int64
       if (j != y) other = std::max(other, pi[j]);
     }
     det.flag[size_t(i)] = best >= 0 && best != y;
+    if (best >= 0) ++joint[size_t(y) * classes + best];
     det.score[size_t(i)] = classes > 1 ? other - pi[y] : 0.0f;
   }
   if (ranks) {  // disjoint rows: the sums gather
     comm->allreduce_sum(det.score.data(), det.score.size());
     comm->allreduce_sum(det.flag.data(), det.flag.size());
+    comm->allreduce_sum(joint.data(), joint.size());
   }
+  if (estimate) *estimate = estimate_from_joint(std::move(joint), std::move(cnt), classes);
   return det;
 }
 
 }  // namespace
 
 Detection detect_confident(const Comm& comm, const RowShare& probs, int64_t n,
-                           const int32_t* labels) {
-  return confident(&comm, probs.x.data(), probs.rows.data(), probs.size(), probs.width, n, labels);
+                           const int32_t* labels, NoiseEstimate* estimate) {
+  return confident(&comm, probs.x.data(), probs.rows.data(), probs.size(), probs.width, n, labels,
+                   estimate);
 }
 
-Detection detect_confident(const float* p, int64_t n, int classes, const int32_t* labels) {
-  return confident(nullptr, p, nullptr, n, classes, n, labels);
+Detection detect_confident(const float* p, int64_t n, int classes, const int32_t* labels,
+                           NoiseEstimate* estimate) {
+  return confident(nullptr, p, nullptr, n, classes, n, labels, estimate);
 }
 
 std::vector<float> core_distance_per_class(const float* x, int64_t n, int d, const int32_t* labels,

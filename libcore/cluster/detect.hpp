@@ -25,6 +25,7 @@
 #include <string>
 #include <vector>
 
+#include "cluster/calibrate.hpp"
 #include "comm/comm.hpp"
 
 namespace sieve::cluster {
@@ -67,10 +68,13 @@ Detection detect_knn_vote(const Comm& comm, const float* x, int64_t n, int d, co
 // Confident learning over row-distributed probabilities (rows sum to 1): per-class
 // thresholds from sums passed along the ranks in order, each rank decides its own rows;
 // labels [n] and the result are whole on every rank.
+// `estimate` (if non-null): the noise count per class from the confident joint
+// (calibrate.hpp), whole on every rank.
 Detection detect_confident(const Comm& comm, const RowShare& probs, int64_t n,
-                           const int32_t* labels);
+                           const int32_t* labels, NoiseEstimate* estimate = nullptr);
 // Confident learning over probabilities p [n, classes] held whole (one process).
-Detection detect_confident(const float* p, int64_t n, int classes, const int32_t* labels);
+Detection detect_confident(const float* p, int64_t n, int classes, const int32_t* labels,
+                           NoiseEstimate* estimate = nullptr);
 
 // DBSCAN's core distance per sample within its class (the score of the dbscan detector):
 // distance to the (min_samples-1)'th nearest other sample of the same class. A class too

@@ -21,11 +21,11 @@
 namespace sieve::cluster {
 
 struct FilterOptions {
-  std::string method = "dbscan";  // dbscan | gmm | kmeans
+  std::string method = "dbscan";  // the cluster methods: dbscan | gmm | kmeans
   bool per_class = true;          // false: one clustering over all points
   std::string parallel = "auto";  // auto | classes | spatial (DBSCAN only)
   DbscanParams dbscan;
-  bool auto_eps = false;            // choose eps at the k-distance elbow (k = min_samples)
+  bool auto_eps = true;             // choose eps at the k-distance elbow (k = min_samples)
   int64_t auto_eps_samples = 5000;  // query points for the k-distance curve
   GmmParams gmm;
   KmeansParams kmeans;

@@ -3,7 +3,9 @@
 #include <filesystem>
 #include <map>
 
+#include "cluster/calibrate.hpp"
 #include "cluster/detect.hpp"
+#include "cluster/detectors.hpp"
 #include "cluster/filter.hpp"
 #include "cluster/inputs.hpp"
 #include "config/sections.hpp"
@@ -96,14 +98,16 @@ void cluster_filter_main(ToolContext& ctx) {
   const std::string features = path_flag(
       "features", std::filesystem::exists(paths.features()) ? paths.features() : "", true);
   FilterOptions opt = filter_options(ctx.cfg);
+  const DetectorInfo& chosen_info = detector(opt.method);
   const int knn_k = int(ctx.cfg.get_int("filter.knn.k"));
   const double knn_threshold = ctx.cfg.get_float("filter.knn.threshold");
-  const bool method_clusters =
-      opt.method == "dbscan" || opt.method == "gmm" || opt.method == "kmeans";
+  const double max_flagged = ctx.cfg.get_float("filter.max_flagged");
+  const bool method_clusters = chosen_info.clusters;
   if (!method_clusters && features.empty())
     throw UsageError(cat("filter.method=", opt.method, ": needs the features file (",
                          paths.features(), " or --features FILE)"));
   AtomicOutput out(output, ctx.overwrite, ctx.comm);  // fails before any work
+  check_resolved_config_path(config_sidecar_path(output));
 
   Input in = read_input(input, dataset);
   log::infof("read ", in.n, " points of dimension ", in.d, " from ", input, ":", dataset);
@@ -136,13 +140,21 @@ void cluster_filter_main(ToolContext& ctx) {
     }
   }
   const bool compare = !truth_flags.empty() && ctx.cfg.get_bool("filter.compare");
+  int64_t true_count = 0;
+  for (auto t : truth_flags) true_count += t != 0;
+  auto runs = [&](const DetectorInfo& d) {
+    return d.name == opt.method || (compare && d.reference);
+  };
+  const DetectorInfo &knn_info = detector("knn"), &confident_info = detector("confident"),
+                     &consensus_info = detector("consensus");
+  const bool want_knn = runs(knn_info) || runs(consensus_info);
+  const bool want_confident = runs(confident_info) || runs(consensus_info);
   // The features and probabilities are row-distributed (inputs.hpp); only what a detector
   // that runs needs is read.
   FeatureShares fin;
-  if (!features.empty() && (!method_clusters || compare)) {
+  if (!features.empty() && (want_knn || want_confident)) {
     if (features != input) same_dataset(features);
-    fin = read_feature_shares(ctx.comm, features, in.ids, in.labels, opt.method == "knn" || compare,
-                              opt.method == "confident" || compare);
+    fin = read_feature_shares(ctx.comm, features, in.ids, in.labels, want_knn, want_confident);
   }
 
   // The detectors to run: the chosen one, and with ground truth the reference set.
@@ -170,29 +182,53 @@ void cluster_filter_main(ToolContext& ctx) {
     }
     dets.push_back(std::move(d));
   };
-  if (method_clusters) run_cluster_method(opt.method);
-  if (compare && opt.method != "dbscan") run_cluster_method("dbscan");
-  if (opt.method == "knn" && fin.feats.width == 0)
-    throw UsageError(cat(features, ": no /train/features for filter.method=knn"));
-  if ((opt.method == "knn" || compare) && fin.feats.width > 0) {
+  for (const DetectorInfo& d : detectors())
+    if (d.clusters && runs(d)) run_cluster_method(d.name);
+  if (chosen_info.needs_features && fin.feats.width == 0)
+    throw UsageError(cat(features, ": no /train/features for filter.method=", opt.method));
+  if (chosen_info.needs_probs && fin.probs.width == 0)
+    throw UsageError(cat(features, ": no /train/probs for filter.method=", opt.method,
+                         " (written by extract_features)"));
+  if (want_knn && fin.feats.width > 0) {
     dets.push_back(
         detect_knn_vote(ctx.comm, fin.feats, in.n, in.labels.data(), knn_k, knn_threshold));
     fin.feats = RowShare();  // the largest input: free it for the rest
   }
-  if ((opt.method == "confident" || compare) && fin.probs.width > 0)
-    dets.push_back(detect_confident(ctx.comm, fin.probs, in.n, in.labels.data()));
-  if (opt.method == "confident" && fin.probs.width == 0)
-    throw UsageError(cat(features,
-                         ": no /train/probs for filter.method=confident (written by "
-                         "extract_features)"));
+  NoiseEstimate estimate;
+  if (want_confident && fin.probs.width > 0)
+    dets.push_back(detect_confident(ctx.comm, fin.probs, in.n, in.labels.data(), &estimate));
   if (compare && fin.probs.width == 0)
     log::infof("no class probabilities in ", features.empty() ? "(no features file)" : features,
-               ": the confident detector is not compared");
+               ": the confident and consensus detectors are not compared");
+  auto find = [&](const std::string& m) -> const Detection* {
+    for (const auto& d : dets)
+      if (d.method == m) return &d;
+    return nullptr;
+  };
+  if (runs(consensus_info) && find("knn") && find("confident")) {
+    Detection d;
+    d.method = "consensus";
+    d.inputs = consensus_info.looks_at;
+    d.score = rank_average({&find("knn")->score, &find("confident")->score});
+    d.flag = flag_top_per_class(d.score, in.labels.data(), estimate.per_class);
+    dets.push_back(std::move(d));
+  }
+  if (!estimate.empty()) {
+    log::infof("estimated wrong labels (confident joint): ", estimate.total(), " of ", in.n, " (",
+               100.0 * double(estimate.total()) / double(in.n), " %)",
+               truth_flags.empty() ? std::string() : cat("; ground truth: ", true_count));
+  }
 
-  const Detection* chosen = nullptr;
-  for (const auto& d : dets)
-    if (d.method == opt.method) chosen = &d;
+  const Detection* chosen = find(opt.method);
   SIEVE_CHECK(chosen, "filter.method=", opt.method, ": detector did not run");
+  // filter.max_flagged: the chosen detector may not empty a class; a compared one that would
+  // is reported, and its figures stay in the table.
+  for (const auto& d : dets) {
+    const std::string why = over_max_flagged(d.method, d.flag, in.labels.data(), max_flagged);
+    if (why.empty()) continue;
+    if (&d == chosen) throw UsageError(why);
+    log::infof("note: ", why);
+  }
   std::vector<uint8_t> keep(size_t(in.n));
   for (int64_t i = 0; i < in.n; ++i) keep[size_t(i)] = !chosen->flag[size_t(i)];
   std::vector<ClassRow> table =
@@ -243,6 +279,18 @@ void cluster_filter_main(ToolContext& ctx) {
     put(f, "/per_class/clusters", clusters);
     put(f, "/per_class/noise", noise);
     put(f, "/per_class/removed_pct", pct);
+    if (!estimate.empty()) {
+      // The noise rate the calibrated decisions follow, beside the truth where it exists.
+      f.create_group("/noise_estimate");
+      put(f, "/noise_estimate/per_class", estimate.per_class);
+      put(f, "/noise_estimate/class_size", estimate.class_size);
+      f.create_dataset<int64_t>("/noise_estimate/confident_joint",
+                                {hsize_t(estimate.classes), hsize_t(estimate.classes)});
+      f.write_rows<int64_t>("/noise_estimate/confident_joint", 0, size_t(estimate.classes),
+                            estimate.joint.data());
+      f.set_attr("/noise_estimate", "total", estimate.total());
+      if (!truth_flags.empty()) f.set_attr("/noise_estimate", "truth", true_count);
+    }
     f.create_group("/detectors");
     for (size_t k = 0; k < dets.size(); ++k)
       write_detector(f, dets[k], scores.empty() ? nullptr : &scores[k]);
@@ -268,7 +316,7 @@ void cluster_filter_main(ToolContext& ctx) {
     h5::stamp(f, schema::kFilter, ctx.cfg.to_yaml());
     lineage::stamp_derived(f, schema::kFilter, ctx.cfg.to_yaml(), from);
     f.close();
-    write_text_atomic(config_sidecar_path(output), ctx.cfg.to_yaml());
+    write_resolved_config(config_sidecar_path(output), ctx.cfg.to_yaml());
   });
   out.commit();
   log::infof("wrote ", output);

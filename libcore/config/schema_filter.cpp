@@ -8,8 +8,16 @@ void add_filter_keys(ConfigSchema& s) {
                "noise detector whose decision makes /keep: knn (label vote of the nearest "
                "neighbours in feature space), confident (confident learning on class "
                "probabilities), dbscan (the paper's: DBSCAN per class on the embedding), gmm or "
-               "kmeans (docs/detection.md)",
-               {"knn", "confident", "dbscan", "gmm", "kmeans"});
+               "kmeans; consensus (rank average of knn and confident, flagging per class as "
+               "many as the confident joint estimates wrong) (docs/detection.md; the names are "
+               "cluster/detectors.cpp's registry)",
+               {"consensus", "knn", "confident", "dbscan", "gmm", "kmeans"});
+  // 0.5: a detector that calls most of a class noise is misconfigured (DBSCAN's eps 0.5 on a
+  // t-SNE map spanning +-50 flagged 93-99 %), and the filtered arm would train on the rest.
+  s.add_float("filter.max_flagged", 0.5,
+              "largest share of any class a detector may flag; the chosen detector beyond it is "
+              "an error (instead of an emptied filtered arm)",
+              0.0, 1.0);
   s.add_bool("filter.compare", true,
              "where the dataset has /train/noise_truth, also run the other detectors (dbscan, "
              "knn, confident) and score each against it (precision, recall, F1, PR curve)");
@@ -32,8 +40,11 @@ void add_filter_keys(ConfigSchema& s) {
   s.add_float("filter.dbscan.eps", 0.5, "DBSCAN neighbourhood radius (> 0)");
   s.add_int("filter.dbscan.min_samples", 5,
             "DBSCAN: neighbours (the point itself included) that make a core point", 1);
-  s.add_bool("filter.dbscan.auto_eps", false,
-             "choose eps at the elbow of the sorted k-distances (k = min_samples)");
+  // On by default: a fixed eps means nothing on a t-SNE map whose scale depends on N and
+  // perplexity (eps 0.5 on a map spanning +-50 called 93-99 % of the samples noise).
+  s.add_bool("filter.dbscan.auto_eps", true,
+             "choose eps at the elbow of the sorted k-distances (k = min_samples); false: use "
+             "filter.dbscan.eps");
   s.add_int("filter.dbscan.auto_eps_samples", 5000,
             "auto eps: points sampled for the k-distance curve", 10);
   s.add_float("filter.outlier_quantile", 0.05,

@@ -75,7 +75,8 @@ void write_truth(const std::string& path, const Synthetic& s) {
   h5::stamp(f, schema::kDataset, "");
 }
 
-// The reference method on an embedding; the default (knn) needs a features file.
+// The reference method on an embedding; the default (knn) needs a features file. Tests that
+// pin a fixed eps say filter.dbscan.auto_eps=false (auto is the default).
 const std::string kDbscan = " --set filter.method=dbscan";
 
 // ranks > 0: under mpirun with that many ranks.
@@ -133,7 +134,7 @@ TEST(ClusterFilterTool, DbscanOnBlobsWithInjectedNoise) {
   std::string log;
   ASSERT_EQ(
       run("--input " + dir + "/emb.h5 --truth " + dir + "/data.h5 --output " + dir +
-              "/filter.h5 --set filter.dbscan.eps=0.3 --set filter.dbscan.min_samples=5" + kDbscan,
+              "/filter.h5 --set filter.dbscan.auto_eps=false --set filter.dbscan.eps=0.3 --set filter.dbscan.min_samples=5" + kDbscan,
           &log),
       0)
       << log;
@@ -201,7 +202,7 @@ TEST(ClusterFilterTool, DbscanOnBlobsWithInjectedNoise) {
   EXPECT_NE(log.find("exists"), std::string::npos) << log;
   ASSERT_EQ(
       run("--input " + dir + "/emb.h5 --truth " + dir + "/data.h5 --output " + dir +
-          "/filter.h5 --overwrite --set filter.dbscan.eps=0.3 --set filter.dbscan.min_samples=5" +
+          "/filter.h5 --overwrite --set filter.dbscan.auto_eps=false --set filter.dbscan.eps=0.3 --set filter.dbscan.min_samples=5" +
           kDbscan),
       0);
   EXPECT_EQ(h5::File::open(dir + "/filter.h5").read_all<uint8_t>("/random_keep"), rkeep);
@@ -255,7 +256,7 @@ TEST(ClusterFilterTool, AutoEpsGmmKmeansAndFeatureInput) {
     for (int k = 0; k < 5; ++k) x5.push_back(s.x[2 * i + k % 2] * (k < 2 ? 1.0f : 0.5f));
   write_embedding(dir + "/feat.h5", x5, 5, s.labels, s.ids, schema::kFeatures, "/train/features");
   ASSERT_EQ(run("--input " + dir + "/feat.h5 --input-dataset /train/features --output " + dir +
-                    "/feat_filter.h5 --set filter.dbscan.eps=0.5" + kDbscan,
+                    "/feat_filter.h5 --set filter.dbscan.auto_eps=false --set filter.dbscan.eps=0.5" + kDbscan,
                 &log),
             0)
       << log;
@@ -272,7 +273,7 @@ TEST(ClusterFilterTool, KnnDefaultComparesEveryDetectorAgainstTheTruth) {
   write_compare_inputs(dir, s);
   std::string log;
   ASSERT_EQ(run("--input " + dir + "/emb.h5 --features " + dir + "/feat.h5 --truth " + dir +
-                    "/data.h5 --output " + dir + "/filter.h5 --set filter.dbscan.eps=0.3",
+                    "/data.h5 --output " + dir + "/filter.h5 --set filter.dbscan.auto_eps=false --set filter.dbscan.eps=0.3",
                 &log),
             0)
       << log;
@@ -288,7 +289,7 @@ TEST(ClusterFilterTool, KnnDefaultComparesEveryDetectorAgainstTheTruth) {
   EXPECT_EQ(hits, truth);  // every background row is voted out, nothing else
   EXPECT_EQ(flagged, truth);
   EXPECT_DOUBLE_EQ(f.attr_double("/", "noise_f1"), 1.0);
-  for (std::string m : {"knn", "confident", "dbscan"}) {
+  for (std::string m : {"knn", "confident", "dbscan", "consensus"}) {
     const std::string g = "/detectors/" + m;
     ASSERT_TRUE(f.exists(g + "/score")) << m;
     auto flag = f.read_all<uint8_t>(g + "/flag");
@@ -316,6 +317,59 @@ TEST(ClusterFilterTool, KnnDefaultComparesEveryDetectorAgainstTheTruth) {
   EXPECT_FALSE(fs::exists(dir + "/nofeat.h5"));
 }
 
+// consensus: the rank average of knn and confident, flagging per class as many as the
+// confident joint estimates wrong; the estimate is stored beside the truth. Here the
+// background rows look like another class in features and probabilities alike, so the
+// estimate is the truth's count and the consensus finds exactly them.
+TEST(ClusterFilterTool, ConsensusFollowsTheEstimatedNoiseRate) {
+  std::string dir = test::scratch_dir("cluster_tool_consensus");
+  Synthetic s = make_synthetic(3, 300, 4);
+  write_compare_inputs(dir, s);
+  std::string log;
+  ASSERT_EQ(run("--input " + dir + "/emb.h5 --features " + dir + "/feat.h5 --truth " + dir +
+                    "/data.h5 --output " + dir + "/filter.h5 --set filter.method=consensus",
+                &log),
+            0)
+      << log;
+  h5::File f = h5::File::open(dir + "/filter.h5");
+  EXPECT_EQ(f.attr_string("/", "method"), "consensus");
+  int64_t truth = 0;
+  for (auto v : s.noise) truth += v;
+  EXPECT_EQ(f.attr_int("/noise_estimate", "truth"), truth);
+  EXPECT_EQ(f.attr_int("/noise_estimate", "total"), truth);
+  EXPECT_EQ(f.read_all<int64_t>("/noise_estimate/class_size"),
+            (std::vector<int64_t>{300, 300, 300}));
+  auto keep = f.read_all<uint8_t>("/keep");
+  for (size_t i = 0; i < keep.size(); ++i) EXPECT_EQ(keep[i], !s.noise[i]) << i;
+  EXPECT_DOUBLE_EQ(f.attr_double("/detectors/consensus", "f1"), 1.0);
+  EXPECT_NE(log.find("estimated wrong labels (confident joint): " + std::to_string(truth)),
+            std::string::npos)
+      << log;
+}
+
+// filter.max_flagged: a detector that would flag most of a class is refused in one line
+// naming the key (the paper's fixed eps on a map of another scale flags nearly everything),
+// with no output; a compared detector that would is only noted.
+TEST(ClusterFilterTool, MaxFlaggedRefusesAnEmptiedClass) {
+  std::string dir = test::scratch_dir("cluster_tool_max_flagged");
+  Synthetic s = make_synthetic(3, 300, 4);
+  write_compare_inputs(dir, s);
+  const std::string io = "--input " + dir + "/emb.h5 --features " + dir + "/feat.h5 --truth " +
+                         dir + "/data.h5 --output " + dir + "/filter.h5";
+  const std::string tiny_eps = " --set filter.dbscan.auto_eps=false --set filter.dbscan.eps=1e-4";
+  std::string log;
+  EXPECT_EQ(run(io + kDbscan + tiny_eps, &log), 2) << log;
+  EXPECT_NE(log.find("filter.max_flagged"), std::string::npos) << log;
+  EXPECT_NE(log.find("filter.method=dbscan flags 300 of the 300 samples of class"),
+            std::string::npos)
+      << log;
+  EXPECT_FALSE(fs::exists(dir + "/filter.h5"));
+  // Allowed when asked for; and with knn chosen, dbscan's overflagging is a note only.
+  EXPECT_EQ(run(io + kDbscan + tiny_eps + " --set filter.max_flagged=1", &log), 0) << log;
+  EXPECT_EQ(run(io + tiny_eps + " --overwrite", &log), 0) << log;
+  EXPECT_NE(log.find("note: filter.method=dbscan flags"), std::string::npos) << log;
+}
+
 TEST(ClusterFilterTool, BadInputGivesClearErrorsAndNoOutput) {
   std::string dir = test::scratch_dir("cluster_tool_bad");
   Synthetic s = make_synthetic(2, 60, 1);
@@ -327,8 +381,8 @@ TEST(ClusterFilterTool, BadInputGivesClearErrorsAndNoOutput) {
     EXPECT_FALSE(fs::exists(out)) << args;
   };
   std::string good = "--input " + dir + "/good.h5";
-  expect_fail(good + " --set filter.dbscan.eps=0", 2, "filter.dbscan.eps");
-  expect_fail(good + " --set filter.dbscan.eps=-1", 2, "filter.dbscan.eps");
+  expect_fail(good + " --set filter.dbscan.auto_eps=false --set filter.dbscan.eps=0", 2, "filter.dbscan.eps");
+  expect_fail(good + " --set filter.dbscan.auto_eps=false --set filter.dbscan.eps=-1", 2, "filter.dbscan.eps");
   expect_fail(good + " --set filter.dbscan.min_samples=0", 2, "filter.dbscan.min_samples");
   expect_fail("--input " + dir + "/missing.h5", 1, "missing.h5");
 
@@ -373,14 +427,14 @@ TEST(ClusterFilterTool, SameResultOnOneTwoAndThreeRanks) {
   Synthetic s = make_synthetic(3, 200, 6);
   write_compare_inputs(dir, s);
   const std::string args = "--input " + dir + "/emb.h5 --features " + dir + "/feat.h5 --truth " +
-                           dir + "/data.h5 --set filter.dbscan.eps=0.3 --output " + dir;
+                           dir + "/data.h5 --set filter.dbscan.auto_eps=false --set filter.dbscan.eps=0.3 --output " + dir;
   std::string log;
   ASSERT_EQ(run(args + "/np1.h5", &log), 0) << log;
   h5::File one = h5::File::open(dir + "/np1.h5");
   for (int np : {2, 3}) {
     ASSERT_EQ(run(args + "/np" + std::to_string(np) + ".h5", &log, np), 0) << log;
     h5::File f = h5::File::open(dir + "/np" + std::to_string(np) + ".h5");
-    for (std::string m : {"knn", "confident", "dbscan"}) {
+    for (std::string m : {"knn", "confident", "dbscan", "consensus"}) {
       const std::string g = "/detectors/" + m;
       EXPECT_EQ(f.read_all<float>(g + "/score"), one.read_all<float>(g + "/score")) << m << np;
       EXPECT_EQ(f.read_all<uint8_t>(g + "/flag"), one.read_all<uint8_t>(g + "/flag")) << m << np;

@@ -1,0 +1,118 @@
+#include "cluster/calibrate.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <numeric>
+
+#include "util/error.hpp"
+
+namespace sieve::cluster {
+
+int64_t NoiseEstimate::total() const {
+  return std::accumulate(per_class.begin(), per_class.end(), int64_t(0));
+}
+
+NoiseEstimate estimate_from_joint(std::vector<int64_t> joint, std::vector<int64_t> class_size,
+                                  int classes) {
+  SIEVE_ASSERT(joint.size() == size_t(classes) * size_t(classes) &&
+                   class_size.size() == size_t(classes),
+               "estimate_from_joint: ", joint.size(), " joint cells, ", class_size.size(),
+               " class sizes for ", classes, " classes");
+  NoiseEstimate e;
+  e.classes = classes;
+  e.per_class.assign(size_t(classes), 0);
+  for (int i = 0; i < classes; ++i) {
+    int64_t row = 0;
+    for (int j = 0; j < classes; ++j) row += joint[size_t(i) * classes + j];
+    if (row == 0) continue;
+    const double off = 1.0 - double(joint[size_t(i) * classes + i]) / double(row);
+    e.per_class[size_t(i)] = int64_t(std::llround(off * double(class_size[size_t(i)])));
+  }
+  e.joint = std::move(joint);
+  e.class_size = std::move(class_size);
+  return e;
+}
+
+std::vector<uint8_t> flag_top_per_class(const std::vector<float>& score, const int32_t* labels,
+                                        const std::vector<int64_t>& counts) {
+  std::map<int32_t, std::vector<int64_t>> rows;
+  for (size_t i = 0; i < score.size(); ++i) rows[labels[i]].push_back(int64_t(i));
+  std::vector<uint8_t> flag(score.size(), 0);
+  for (auto& [c, r] : rows) {
+    SIEVE_ASSERT(c >= 0 && size_t(c) < counts.size(), "flag_top_per_class: label ", c,
+                 " outside the ", counts.size(), " counts");
+    const size_t take = size_t(std::clamp<int64_t>(counts[size_t(c)], 0, int64_t(r.size())));
+    // Rows ascend, so a stable sort by descending score breaks ties toward the lower row.
+    std::stable_sort(r.begin(), r.end(), [&](int64_t a, int64_t b) {
+      return score[size_t(a)] > score[size_t(b)];
+    });
+    for (size_t q = 0; q < take; ++q) flag[size_t(r[q])] = 1;
+  }
+  return flag;
+}
+
+namespace {
+
+// Normalised ranks of one score: ascending order, tied values share their mean rank; the
+// largest value ranks 1, NaN stays NaN.
+std::vector<double> normalised_ranks(const std::vector<float>& s) {
+  std::vector<size_t> order;
+  for (size_t i = 0; i < s.size(); ++i)
+    if (!std::isnan(s[i])) order.push_back(i);
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return s[a] < s[b]; });
+  std::vector<double> rank(s.size(), std::nan(""));
+  const double m = double(order.size());
+  for (size_t i = 0; i < order.size();) {
+    size_t j = i;
+    while (j < order.size() && s[order[j]] == s[order[i]]) ++j;
+    const double mean_rank = 0.5 * double(i + 1 + j);  // ranks i+1..j, 1-based
+    for (size_t q = i; q < j; ++q) rank[order[q]] = mean_rank / m;
+    i = j;
+  }
+  return rank;
+}
+
+}  // namespace
+
+std::vector<float> rank_average(const std::vector<const std::vector<float>*>& scores) {
+  if (scores.empty()) return {};
+  const size_t n = scores[0]->size();
+  std::vector<double> sum(n, 0.0);
+  std::vector<int> cnt(n, 0);
+  for (const auto* s : scores) {
+    SIEVE_ASSERT(s->size() == n, "rank_average: scores of ", s->size(), " and ", n, " samples");
+    const std::vector<double> r = normalised_ranks(*s);
+    for (size_t i = 0; i < n; ++i)
+      if (!std::isnan(r[i])) {
+        sum[i] += r[i];
+        ++cnt[i];
+      }
+  }
+  std::vector<float> out(n, 0.0f);
+  for (size_t i = 0; i < n; ++i)
+    if (cnt[i]) out[i] = float(sum[i] / cnt[i]);
+  return out;
+}
+
+std::string over_max_flagged(const std::string& method, const std::vector<uint8_t>& flag,
+                             const int32_t* labels, double max_share) {
+  std::map<int32_t, std::pair<int64_t, int64_t>> by_class;  // flagged, size
+  for (size_t i = 0; i < flag.size(); ++i) {
+    auto& [f, m] = by_class[labels[i]];
+    f += flag[i] != 0;
+    ++m;
+  }
+  for (const auto& [c, fm] : by_class) {
+    const auto [f, m] = fm;
+    if (double(f) > max_share * double(m))
+      return cat("filter.method=", method, " flags ", f, " of the ", m, " samples of class ", c,
+                 " (", int(std::lround(100.0 * double(f) / double(m))),
+                 " %), more than config key 'filter.max_flagged' = ", max_share,
+                 " allows: the filtered arm would lose most of that class; check the detector's "
+                 "parameters, or raise filter.max_flagged");
+  }
+  return "";
+}
+
+}  // namespace sieve::cluster

@@ -1,0 +1,54 @@
+// Decisions calibrated to the data's own noise rate, and a consensus of detectors' scores.
+//
+// Why: a fixed rule ("at least 8 of 10 neighbours disagree", "DBSCAN noise") flags however
+// many samples the rule happens to catch on this data, which is right only on the data it
+// was tuned on. With 20 % pairwise noise the flipped samples' neighbours carry the same wrong
+// label, so the vote misses half of them although their scores still rank them first. The
+// remedy from confident learning (Northcutt et al. 2021, "prune by noise rate"): estimate how
+// many samples of each class carry a wrong label, then flag that many of the highest-scored
+// samples of that class. The ranking can come from any score, and ranks of several scores
+// (out-of-sample confidence, feature-space votes, training dynamics) averaged are steadier
+// across kinds of noise than any one of them.
+//
+// The estimate: the confident joint C[i][j] counts samples labelled i whose confidently
+// predicted class (argmax{p_j : p_j >= t_j}, t_j the mean self-confidence of class j) is j.
+// Calibrated so that each row sums to the class's size n_i, its off-diagonal mass is the
+// estimated number of wrong labels in class i: n_i * (1 - C[i][i] / sum_j C[i][j]).
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace sieve::cluster {
+
+struct NoiseEstimate {
+  int classes = 0;
+  std::vector<int64_t> joint;       // [classes x classes] confident joint (raw counts)
+  std::vector<int64_t> class_size;  // [classes] samples given each label
+  std::vector<int64_t> per_class;   // [classes] estimated wrong labels among them
+  int64_t total() const;
+  bool empty() const { return classes == 0; }
+};
+
+// The calibrated estimate from the raw confident joint and the class sizes. A class with no
+// confidently predicted sample gets an estimate of 0 (nothing to go on).
+NoiseEstimate estimate_from_joint(std::vector<int64_t> joint, std::vector<int64_t> class_size,
+                                  int classes);
+
+// Flags, in each class c, the counts[c] samples with the highest score (ties go to the lower
+// row, so the result is a pure function of the inputs). labels in [0, counts.size()).
+std::vector<uint8_t> flag_top_per_class(const std::vector<float>& score, const int32_t* labels,
+                                        const std::vector<int64_t>& counts);
+
+// The mean over the given scores of each sample's normalised rank in (0, 1] (1 = the most
+// suspicious of that score; tied samples share their average rank). All scores have the same
+// length; a NaN entry is "no score from this detector" and the sample's mean is over the
+// others (a sample with none gets 0).
+std::vector<float> rank_average(const std::vector<const std::vector<float>*>& scores);
+
+// filter.max_flagged: the largest share of a class a detector may flag. Returns "" when every
+// class is within it, else one line naming the class, the counts and the key.
+std::string over_max_flagged(const std::string& method, const std::vector<uint8_t>& flag,
+                             const int32_t* labels, double max_share);
+
+}  // namespace sieve::cluster

@@ -1,0 +1,44 @@
+#include "cluster/detectors.hpp"
+
+#include "util/error.hpp"
+
+namespace sieve::cluster {
+
+const std::vector<DetectorInfo>& detectors() {
+  static const std::vector<DetectorInfo> all = {
+      {"consensus", "features + class probabilities",
+       "rank average of the knn and confident scores; flags per class as many as the confident "
+       "joint estimates wrong (prune by noise rate)",
+       false, true, true, true},
+      {"knn", "penultimate features",
+       "fraction of the k nearest neighbours (cosine) with another label; flagged above "
+       "filter.knn.threshold",
+       false, true, false, true},
+      {"confident", "class probabilities",
+       "max other-class probability minus the label's; flagged off the confident joint's "
+       "diagonal",
+       false, false, true, true},
+      {"dbscan", "2-D embedding, per class",
+       "core distance; DBSCAN noise (the paper's method, the reference)", true, false, false, true},
+      {"gmm", "2-D embedding, per class",
+       "least likely filter.outlier_quantile under a Gaussian mixture", true, false, false, false},
+      {"kmeans", "2-D embedding, per class",
+       "farthest filter.outlier_quantile from the k-means centroids", true, false, false, false},
+  };
+  return all;
+}
+
+const DetectorInfo& detector(const std::string& name) {
+  for (const auto& d : detectors())
+    if (d.name == name) return d;
+  throw UsageError(cat("config key 'filter.method': unknown detector '", name, "' (expected one of ",
+                       detector_names(), ")"));
+}
+
+std::string detector_names() {
+  std::string out;
+  for (const auto& d : detectors()) out += (out.empty() ? "" : ", ") + d.name;
+  return out;
+}
+
+}  // namespace sieve::cluster

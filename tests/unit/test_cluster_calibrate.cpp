@@ -1,0 +1,120 @@
+// Decisions calibrated to the estimated noise rate (calibrate.hpp): the confident joint's
+// estimate on hand-computed and constructed cases, top-k per class, rank averaging, and the
+// filter.max_flagged refusal.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <set>
+
+#include "cluster/calibrate.hpp"
+#include "cluster/detect.hpp"
+#include "cluster/detectors.hpp"
+#include "util/error.hpp"
+
+using namespace sieve;
+using namespace sieve::cluster;
+
+// Rows of the joint are calibrated to the class sizes: the off-diagonal share times n_i.
+TEST(ClusterCalibrate, EstimateFromJointByHand) {
+  // class 0: 80 of 100 confident samples on the diagonal, 150 samples -> 0.2 * 150 = 30;
+  // class 1: 90 of 100 -> 0.1 * 120 = 12; class 2: nothing confident -> 0.
+  NoiseEstimate e = estimate_from_joint({80, 20, 0, 5, 90, 5, 0, 0, 0}, {150, 120, 40}, 3);
+  ASSERT_EQ(e.per_class.size(), 3u);
+  EXPECT_EQ(e.per_class[0], 30);
+  EXPECT_EQ(e.per_class[1], 12);
+  EXPECT_EQ(e.per_class[2], 0);
+  EXPECT_EQ(e.total(), 42);
+  EXPECT_EQ(e.classes, 3);
+}
+
+namespace {
+
+// Three classes, 200 samples each; `flipped` samples of class 0 carry label 1 (pairwise
+// noise) and every sample's probabilities say 0.8 for its true class, 0.1 for the others.
+struct PairwiseCase {
+  std::vector<float> p;
+  std::vector<int32_t> labels;
+  std::vector<uint8_t> truth;
+};
+PairwiseCase pairwise_case(int flipped) {
+  PairwiseCase c;
+  for (int cls = 0; cls < 3; ++cls)
+    for (int i = 0; i < 200; ++i) {
+      const bool flip = cls == 0 && i < flipped;
+      for (int j = 0; j < 3; ++j) c.p.push_back(j == cls ? 0.8f : 0.1f);
+      c.labels.push_back(flip ? 1 : cls);
+      c.truth.push_back(flip);
+    }
+  return c;
+}
+
+}  // namespace
+
+// On probabilities that point at the true class, the confident joint counts the flipped
+// samples exactly, and flagging that many top-scored samples of each class finds them all.
+TEST(ClusterCalibrate, ConfidentJointEstimatesPairwiseNoiseAndPruneFindsIt) {
+  for (int flipped : {0, 20, 60}) {
+    PairwiseCase c = pairwise_case(flipped);
+    NoiseEstimate e;
+    Detection d = detect_confident(c.p.data(), int64_t(c.labels.size()), 3, c.labels.data(), &e);
+    ASSERT_EQ(e.per_class.size(), 3u);
+    EXPECT_EQ(e.per_class[0], 0) << flipped;
+    EXPECT_EQ(e.per_class[1], flipped) << flipped;  // the flipped ones now labelled 1
+    EXPECT_EQ(e.per_class[2], 0) << flipped;
+    EXPECT_EQ(e.class_size[1], 200 + flipped);
+    const auto flag = flag_top_per_class(d.score, c.labels.data(), e.per_class);
+    EXPECT_EQ(flag, c.truth) << flipped;
+  }
+}
+
+TEST(ClusterCalibrate, TopPerClassCountsClampAndTiesGoToTheLowerRow) {
+  const std::vector<float> score = {0.5f, 0.9f, 0.5f, 0.5f, 0.1f, 0.3f};
+  const std::vector<int32_t> labels = {0, 0, 0, 0, 1, 1};
+  // class 0: the 0.9, then two of the three tied 0.5s: rows 0 and 2; class 1: asks for 5, has 2.
+  EXPECT_EQ(flag_top_per_class(score, labels.data(), {3, 5}),
+            (std::vector<uint8_t>{1, 1, 1, 0, 1, 1}));
+  EXPECT_EQ(flag_top_per_class(score, labels.data(), {0, 1}),
+            (std::vector<uint8_t>{0, 0, 0, 0, 0, 1}));
+  EXPECT_THROW(flag_top_per_class(score, labels.data(), {1}), Error);  // label 1 has no count
+}
+
+TEST(ClusterCalibrate, RankAverageWithTiesAndMissingScores) {
+  const std::vector<float> a = {1, 2, 2, 4};  // ranks 1, 2.5, 2.5, 4 of 4
+  const float nan = std::nanf("");
+  const std::vector<float> b = {nan, 3, 1, 2};  // ranks -, 3, 1, 2 of 3
+  const auto r = rank_average({&a, &b});
+  ASSERT_EQ(r.size(), 4u);
+  EXPECT_FLOAT_EQ(r[0], 0.25f);                        // only a: 1/4
+  EXPECT_FLOAT_EQ(r[1], float((2.5 / 4 + 3.0 / 3) / 2));
+  EXPECT_FLOAT_EQ(r[2], float((2.5 / 4 + 1.0 / 3) / 2));
+  EXPECT_FLOAT_EQ(r[3], float((4.0 / 4 + 2.0 / 3) / 2));
+  EXPECT_EQ(rank_average({&a}), (std::vector<float>{0.25f, 0.625f, 0.625f, 1.0f}));
+}
+
+TEST(ClusterCalibrate, MaxFlaggedNamesTheKeyAndTheClass) {
+  const std::vector<int32_t> labels = {0, 0, 0, 0, 1, 1};
+  EXPECT_EQ(over_max_flagged("dbscan", {1, 1, 0, 0, 1, 0}, labels.data(), 0.5), "");
+  const std::string why = over_max_flagged("dbscan", {1, 1, 1, 0, 0, 0}, labels.data(), 0.5);
+  EXPECT_NE(why.find("filter.max_flagged"), std::string::npos) << why;
+  EXPECT_NE(why.find("3 of the 4 samples of class 0"), std::string::npos) << why;
+  EXPECT_NE(why.find("filter.method=dbscan"), std::string::npos) << why;
+}
+
+TEST(ClusterCalibrate, RegistryKnowsEveryDetectorOnce) {
+  std::set<std::string> names;
+  for (const auto& d : detectors()) {
+    EXPECT_TRUE(names.insert(d.name).second) << d.name;
+    EXPECT_FALSE(d.looks_at.empty()) << d.name;
+    EXPECT_FALSE(d.description.empty()) << d.name;
+  }
+  EXPECT_EQ(detector("knn").name, "knn");
+  EXPECT_TRUE(detector("dbscan").clusters);
+  EXPECT_TRUE(detector("consensus").needs_probs && detector("consensus").needs_features);
+  try {
+    detector("lof");
+    ADD_FAILURE() << "an unknown detector must fail";
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("filter.method"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("consensus"), std::string::npos) << e.what();
+  }
+}
