@@ -50,6 +50,8 @@ signal_s="$(get slurm.signal_seconds)"
 requeue="$(get slurm.requeue)"
 export SIEVE_SRUN_MPI="$(get slurm.mpi)"
 mkdir -p "$log_dir"
+# sbatch reads % in --output as a pattern (%j, %x): a % of the path itself is written %%.
+log_pat="${log_dir//%/%%}"
 cd "$root"  # run.dir may be relative to the repository root
 
 # sbatch options shared by every stage, from the slurm.* config section.
@@ -84,9 +86,9 @@ for stage in "${SIEVE_STAGES[@]}"; do
   fi
   if [ "${SIEVE_STAGE_KIND[$stage]}" = array ]; then
     n="$("${SIEVE_STAGE_TOOL[$stage]}" "${cfg[@]}" "${sets[@]}" --sweep-size)"
-    opts+=(--array="0-$((n - 1))%$max_par" --output="$log_dir/%x-%A_%a.out")
+    opts+=(--array="0-$((n - 1))%$max_par" --output="$log_pat/%x-%A_%a.out")
   else
-    opts+=(--output="$log_dir/%x-%j.out")
+    opts+=(--output="$log_pat/%x-%j.out")
   fi
   id="$(sbatch "${opts[@]}" "$root/slurm/stage.sh" "$stage" "${cfg[@]}" "${sets[@]}")"
   id="${id%%;*}"

@@ -1,7 +1,5 @@
 #include "report/plot.hpp"
 
-#include <sys/wait.h>
-
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -10,6 +8,7 @@
 
 #include "io/atomic_output.hpp"
 #include "util/error.hpp"
+#include "util/process.hpp"
 
 namespace fs = std::filesystem;
 
@@ -78,15 +77,13 @@ std::string gp_quote(const std::string& s) {
 
 void run_gnuplot(const std::string& dir_in, const std::string& name, const std::string& script,
                  const std::string& output_rel) {
-  // Absolute: the command changes into the directory before redirecting into it.
   const std::string dir = fs::absolute(dir_in).lexically_normal().string();
   fs::create_directories(dir + "/gnuplot");
   const std::string gp = "gnuplot/" + name + ".gp", log = dir + "/gnuplot/" + name + ".log";
   write_text_atomic(dir + "/" + gp, script);
-  // The script uses paths relative to the report directory, so run gnuplot there.
-  std::string cmd = cat("cd '", dir, "' && gnuplot '", gp, "' > '", log, "' 2>&1");
-  int status = std::system(cmd.c_str());
-  int code = status == -1 ? -1 : WIFEXITED(status) ? WEXITSTATUS(status) : 128;
+  // The script uses paths relative to the report directory, so gnuplot runs there; started
+  // from an argument vector, never through a shell (the directory may hold any byte).
+  const int code = run_process({"gnuplot", gp}, {dir, log});
   std::string tail;
   {
     std::ifstream in(log);
