@@ -218,7 +218,7 @@ void make_report(const Config& cfg, const ReportOptions& opt, const Comm& comm) 
   AtomicOutput out(opt.output, opt.overwrite, comm, /*is_dir=*/true, schema::kReport,
                    {opt.run_dir, opt.sweep_dir});
   on_root_agreed(comm, [&] {
-    RunData data = load_run(opt.run_dir, opt.sweep_dir);
+    RunData data = load_run(opt.run_dir, opt.sweep_dir, &cfg);
     const std::string dir = out.tmp_path();
     fs::create_directories(dir + "/figures");
     fs::create_directories(dir + "/data");

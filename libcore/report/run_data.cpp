@@ -4,6 +4,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <regex>
 #include <sstream>
 
@@ -11,6 +12,7 @@
 #include "io/lineage.hpp"
 #include "io/schemas.hpp"
 #include "util/error.hpp"
+#include "util/log.hpp"
 
 namespace fs = std::filesystem;
 
@@ -192,6 +194,7 @@ void load_filter(RunData& d) {
   auto f = h5::File::open(fi.path);
   h5::require_schema(f, schema::kFilter);
   require_lineage(d, f);
+  fi.fingerprint = lineage::fingerprint_of(f);
   auto n = f.require<int32_t>("/cluster", 1)[0];
   f.require<uint8_t>("/keep", 1);
   f.require<int64_t>("/sample_id", 1);
@@ -252,12 +255,14 @@ void load_filter(RunData& d) {
   fi.present = true;
 }
 
-void load_runs(RunData& d) {
+void load_runs(RunData& d, const Config* grid) {
   if (!fs::is_directory(d.sweep_dir)) {
     d.notes.push_back(cat("no sweep directory ", d.sweep_dir,
                           ": accuracy-vs-batch and throughput sections omitted"));
     return;
   }
+  std::optional<Sweep> sweep;
+  if (grid) sweep.emplace(*grid);
   static const std::regex run_re("run-([0-9]+)");
   for (auto& ent : fs::directory_iterator(d.sweep_dir)) {
     std::smatch m;
@@ -279,13 +284,28 @@ void load_runs(RunData& d) {
       lineage::require_same_dataset(rpath, r.dataset_fingerprint, d.dataset.path,
                                     d.dataset.fingerprint);
     r.index = std::stoll(m[1].str());
+    if (sweep) {
+      std::string why = why_stale(r, *sweep, *grid, d.filter.fingerprint);
+      if (!why.empty()) {
+        d.stale.push_back({r.index, rpath, why});
+        continue;
+      }
+    }
     std::string mpath = ent.path().string() + "/metrics.jsonl";
     if (fs::exists(mpath)) r.epochs_logged = read_json_lines(mpath).size();
     d.runs.push_back(r);
   }
   std::sort(d.runs.begin(), d.runs.end(),
             [](const RunResult& a, const RunResult& b) { return a.index < b.index; });
-  if (d.runs.empty()) d.notes.push_back(cat("no finished runs in ", d.sweep_dir));
+  std::sort(d.stale.begin(), d.stale.end(),
+            [](const StaleResult& a, const StaleResult& b) { return a.index < b.index; });
+  if (!d.stale.empty())
+    log::warn(cat(d.stale.size(), " result", d.stale.size() == 1 ? "" : "s", " in ", d.sweep_dir,
+                  " not of the current sweep grid, left out (listed in the report), e.g. ",
+                  d.stale[0].path, ": ", d.stale[0].why));
+  if (d.runs.empty())
+    d.notes.push_back(cat("no finished runs", d.stale.empty() ? "" : " of the current sweep grid",
+                          " in ", d.sweep_dir));
 }
 
 }  // namespace
@@ -331,11 +351,18 @@ RunResult parse_result(const Json& j, const std::string& path) {
   if (std::isnan(r.images_per_s_per_rank) && !std::isnan(r.images_per_s))
     r.images_per_s_per_rank = r.images_per_s / double(r.ranks);
   r.weight_decay = num(j, "weight_decay", path, false);
-  if (const Json* fp = field(j, "dataset_fingerprint", path, false)) {
-    SIEVE_CHECK(fp->is_string(), path, ": field 'dataset_fingerprint': expected a string, found ",
-                fp->type_name());
-    r.dataset_fingerprint = fp->get<std::string>();
-  }
+  for (auto [key, into] : {std::pair{"dataset_fingerprint", &r.dataset_fingerprint},
+                           std::pair{"filter_fingerprint", &r.filter_fingerprint}})
+    if (const Json* fp = field(j, key, path, false)) {
+      SIEVE_CHECK(fp->is_string(), path, ": field '", key, "': expected a string, found ",
+                  fp->type_name());
+      *into = fp->get<std::string>();
+    }
+  r.epochs = integer(j, "epochs", path, false, 0);
+  if (const Json* c = field(j, "config", path, false))
+    SIEVE_CHECK(c->is_object(), path, ": field 'config': expected an object, found ",
+                c->type_name());
+  r.recorded = recorded_result_keys(j);
   r.lr = num(j, "lr", path, false);
   // A run without a test split reports -1: treat as "no accuracy", not as 0 %.
   if (r.final_test_acc < 0) r.final_test_acc = kNaN;
@@ -343,7 +370,29 @@ RunResult parse_result(const Json& j, const std::string& path) {
   return r;
 }
 
-RunData load_run(const std::string& run_dir, const std::string& sweep_dir) {
+std::string why_stale(const RunResult& r, const Sweep& sweep, const Config& cfg,
+                      const std::string& filter_fingerprint) {
+  ResultKeys rec = r.recorded;
+  if (rec.empty()) {
+    // An older train_scaled recorded no config: match on the fields every result.json has.
+    rec["scaled.arm"] = r.arm;
+    rec["scaled.global_batch"] = std::to_string(r.requested_batch);
+    if (!std::isnan(r.weight_decay))
+      rec["scaled.optimizer.weight_decay"] = format_float(r.weight_decay);
+    if (r.epochs > 0) rec["scaled.epochs"] = std::to_string(r.epochs);
+    // Its "seed" is the one trained with: derived from run.seed where the grid says 0.
+    if (r.index >= 0 && r.index < sweep.size() &&
+        sweep.apply(cfg, r.index).get_int("scaled.seed") != 0)
+      rec["scaled.seed"] = std::to_string(r.seed);
+  }
+  std::string why = stale_reason(sweep, cfg, r.index, rec);
+  if (why.empty() && r.arm != "full" && !r.filter_fingerprint.empty() &&
+      !filter_fingerprint.empty() && r.filter_fingerprint != filter_fingerprint)
+    why = "trained on another filter.h5 (its filter_fingerprint is not the present file's)";
+  return why;
+}
+
+RunData load_run(const std::string& run_dir, const std::string& sweep_dir, const Config* grid) {
   RunData d;
   d.run_dir = run_dir;
   d.sweep_dir = sweep_dir;
@@ -357,7 +406,7 @@ RunData load_run(const std::string& run_dir, const std::string& sweep_dir) {
   load_features(d);
   load_embedding(d);
   load_filter(d);
-  load_runs(d);
+  load_runs(d, grid);
   mark_runs(d.runs, d.dataset.present ? d.dataset.num_classes : 0);
   return d;
 }

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "config/sweep.hpp"
 #include "io/metrics.hpp"
 
 namespace sieve::report {
@@ -32,6 +33,11 @@ struct RunResult {
   // batch at the data size: such runs are a batch of their own, never pooled with others.
   int64_t requested_batch = 0;
   std::string dataset_fingerprint;  // the dataset the run trained on ("" when not recorded)
+  std::string filter_fingerprint;   // the filter.h5 of arms filtered/random ("" likewise)
+  int64_t epochs = 0;               // result.json "epochs" (0: not written)
+  // The config keys that decide the result (result.json "config", config/sweep.hpp); empty
+  // for a result of an older train_scaled, which is matched on the fields above instead.
+  ResultKeys recorded;
   // train_scaled stopped on a non-finite loss/gradient (result.json "diverged": true):
   // final_test_acc is NaN, last_eval_test_acc the last evaluation before it (NaN if none).
   bool diverged = false;
@@ -87,6 +93,7 @@ struct FilterInfo {
   bool present = false;
   std::vector<DetectorInfo> detectors;  // every detector cluster_filter ran, chosen first
   std::string path, method;
+  std::string fingerprint;  // io/lineage.hpp; "" for a file without one
   double eps = kNaN;
   int64_t min_samples = 0;
   double noise_precision = kNaN, noise_recall = kNaN;  // NaN: no ground truth
@@ -106,6 +113,13 @@ struct EmbeddingInfo {
   double perplexity = kNaN, kl_divergence = kNaN, knn_preservation = kNaN, trustworthiness = kNaN;
 };
 
+// A result.json that is not a result of the current sweep grid: left out of every number.
+struct StaleResult {
+  int64_t index = -1;
+  std::string path;  // result.json
+  std::string why;   // "run 1 is outside the current grid (1 run)", "scaled.epochs 1 (grid: 3)"
+};
+
 struct FeaturesInfo {
   bool present = false;
   std::string path, layer, model;
@@ -120,13 +134,23 @@ struct RunData {
   FilterInfo filter;
   std::vector<Json> pretrain_metrics;  // pretrain/metrics.jsonl
   std::string pretrain_metrics_path;
-  std::vector<RunResult> runs;  // sorted by index
+  std::vector<RunResult> runs;  // sorted by index; only results of the current grid
+  std::vector<StaleResult> stale;  // results of an earlier grid or filter, by index
   std::string sweep_dir;
   std::vector<std::string> notes;  // "what is missing" lines for the report
 };
 
-// Load everything under run_dir (sweep_dir: where the run-<index> directories are).
-RunData load_run(const std::string& run_dir, const std::string& sweep_dir);
+// Load everything under run_dir (sweep_dir: where the run-<index> directories are). With
+// `grid` (the report's config: the pipeline's, scaled.sweep included), a result belongs to
+// run <index> of that grid only if its recorded config is that point's (result_keys) and,
+// for arms filtered/random, it trained on the present filter.h5; the others go to `stale`.
+RunData load_run(const std::string& run_dir, const std::string& sweep_dir,
+                 const Config* grid = nullptr);
+
+// Why result `r` is not run r.index of the grid `sweep` over `cfg` ("" when it is);
+// `filter_fingerprint` is the present filter.h5's ("" when unknown: not compared).
+std::string why_stale(const RunResult& r, const Sweep& sweep, const Config& cfg,
+                      const std::string& filter_fingerprint);
 
 // Class name of class k (dataset names when present, else "class k").
 std::string class_name(const RunData& d, int64_t k);

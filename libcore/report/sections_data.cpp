@@ -3,6 +3,7 @@
 // flagged samples (static + interactive).
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
 #include <unordered_map>
 
 #include "report/interactive.hpp"
@@ -120,11 +121,26 @@ void section_overview(SectionContext& c) {
                             d.filter.method.empty() ? "" : " (" + d.filter.method + ")")
                       : ""});
   rows.push_back({"sweep/run-*/result.json", status(!d.runs.empty()),
-                  d.runs.empty() ? "" : cat(d.runs.size(), " finished runs")});
+                  cat(d.runs.empty() ? "" : cat(d.runs.size(), " finished runs"),
+                      d.runs.empty() || d.stale.empty() ? "" : "; ",
+                      d.stale.empty() ? "" : cat(d.stale.size(), " stale, not used"))});
   c.doc.table({"input", "status", "contents"}, rows);
   if (!d.notes.empty()) {
     c.doc.paragraph("Missing or partial inputs (their sections are left out or shortened):");
     c.doc.bullets(d.notes);
+  }
+  if (!d.stale.empty()) {
+    // Results of an earlier sweep grid (or filter) left in the sweep directory: listed, never
+    // pooled with the current grid's runs (docs/report.md, "Stale results").
+    c.doc.paragraph(cat("Stale results: ", d.stale.size(), " result.json file",
+                        d.stale.size() == 1 ? " is" : "s are",
+                        " not a run of the current sweep grid and left out of every number:"));
+    std::vector<Row> stale;
+    for (auto& s : d.stale) {
+      const std::string rel = std::filesystem::path(s.path).lexically_relative(d.run_dir).string();
+      stale.push_back({rel.empty() || rel.rfind("..", 0) == 0 ? s.path : rel, s.why});
+    }
+    c.doc.table({"result", "why stale"}, stale);
   }
   if (d.embedding.present) {
     c.doc.paragraph(cat("Embedding quality: KL divergence ", fixed(d.embedding.kl_divergence, 4),

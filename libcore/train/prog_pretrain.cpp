@@ -1,6 +1,7 @@
 // pretrain and train_scaled: output checks, data loading, the Trainer, final outputs.
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <iostream>
 #include <map>
 #include <memory>
@@ -8,6 +9,7 @@
 #include <regex>
 
 #include "config/sections.hpp"
+#include "config/sweep.hpp"
 #include "data/dataset_file.hpp"
 #include "io/atomic_output.hpp"
 #include "io/lineage.hpp"
@@ -15,7 +17,6 @@
 #include "io/schemas.hpp"
 #include "train/holdout.hpp"
 #include "train/programs.hpp"
-#include "train/sweep.hpp"
 #include "train/trainer.hpp"
 #include "util/log.hpp"
 
@@ -309,12 +310,23 @@ void run_sweep_point(ToolContext& ctx, const Sweep& sweep, int64_t index) {
   const std::string filter = flag_or(ctx, "filter", rp.filter());
   const std::string run_dir = cat(flag_or(ctx, "sweep-dir", rp.sweep_dir()), "/run-", index);
   const std::string result_path = run_dir + "/result.json";
-  const bool resume = ctx.has_flag("resume");
+  bool resume = ctx.has_flag("resume");
   // A finished run has nothing to continue: --resume over a range of the sweep (an
-  // interrupted pipeline) trains only the runs without a result.
+  // interrupted pipeline) trains only the runs without a result. A result of an earlier
+  // grid (its recorded config differs from this point's) is no result of this run: the run
+  // starts over, which needs --overwrite like any other replaced output.
   if (resume && fs::exists(result_path)) {
-    log::info(cat("sweep run ", index, ": finished already (", result_path, "), skipped"));
-    return;
+    std::ifstream in(result_path);
+    const Json old = Json::parse(in, nullptr, /*allow_exceptions=*/false);
+    const std::string stale = old.is_discarded()
+                                  ? std::string("not valid JSON")
+                                  : stale_reason(sweep, ctx.cfg, index, recorded_result_keys(old));
+    if (stale.empty()) {
+      log::info(cat("sweep run ", index, ": finished already (", result_path, "), skipped"));
+      return;
+    }
+    log::warn(cat(result_path, ": from another grid (", stale, "): run ", index, " starts over"));
+    resume = false;
   }
   make_output_dir(ctx, run_dir, 2);
   check_output_path(result_path, ctx.overwrite);
@@ -384,6 +396,7 @@ void run_sweep_point(ToolContext& ctx, const Sweep& sweep, int64_t index) {
     j["steps"] = r.steps;
     j["final_test_acc"] = r.final_test_acc;
     j["best_test_acc"] = r.best_test_acc;
+    for (auto& [k, v] : result_keys(cfg)) j["config"][k] = v;
     j["best_epoch"] = r.best_epoch;
     j["time_to_best_s"] = r.time_to_best_s;
     j["final_test_loss"] = r.final_test_loss;

@@ -27,10 +27,12 @@ assert r0["final_test_acc"] is None and r0["best_test_acc"] is None, r0
 assert r1["diverged"] is False and r1["final_test_acc"] > 0, r1
 print("  run-0 diverged at step 3; run-1 trained: test acc", r1["final_test_acc"])
 PY
-"$TOOLS/report" --config "$CONFIG" --set run.dir="$dir" --overwrite >"$dir/report.log" 2>&1 ||
+# The report gets the grid the runs were made with (a result of another grid is stale).
+"$TOOLS/report" "${sweep[@]}" --overwrite >"$dir/report.log" 2>&1 ||
   { cat "$dir/report.log"; fail "report failed"; }
 md="$dir/report/index.md"
 grep -q "non-finite loss/gradient at step 3" "$md" || fail "report does not mark the diverged run"
 grep -q "diverged" "$dir/report/data/runs.csv" || fail "runs.csv has no diverged column"
+[ "$(grep -c '^[01],' "$dir/report/data/runs.csv")" -eq 2 ] || fail "runs.csv: expected runs 0 and 1"
 no_tmp_files "$dir/sweep"
 echo "diverged_run: OK"

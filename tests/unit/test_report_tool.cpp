@@ -146,11 +146,15 @@ void write_h5_inputs(const std::string& dir, bool with_filter) {
 }
 
 // 3 arms x 2 batches x 2 seeds; ranks 1, 2, 4 by seed/batch for the throughput table.
+// Numbered as kGrid numbers them (arm fastest): a result belongs to the report's grid only
+// at its own index.
+const char* const kGrid = "scaled.sweep={global_batch: [16, 64], seed: [1, 2], "
+                          "arm: [full, filtered, random]}";
 void write_runs(const std::string& dir) {
   int index = 0;
-  for (auto& arm : kArms)
-    for (int64_t b : kBatches)
-      for (int seed = 1; seed <= 2; ++seed) {
+  for (int64_t b : kBatches)
+    for (int seed = 1; seed <= 2; ++seed)
+      for (auto& arm : kArms) {
         std::string rd = dir + "/sweep/run-" + std::to_string(index++);
         fs::create_directories(rd);
         int64_t ranks = b == 16 ? 1 : seed == 1 ? 2 : 4;
@@ -191,8 +195,7 @@ int run_report(const std::string& dir, const std::string& extra, std::string* ou
   return test::run_command(
       test::tool_path("report") + " --run-dir " + dir +
           " --set run.name=fake --set scaled.model.arch=mlp --set scaled.model.hidden=[64,64]"
-          " --set scaled.global_batch=64 " +
-          extra,
+          " --set scaled.global_batch=64 --set '" + kGrid + "' " + extra,
       out);
 }
 
@@ -371,4 +374,64 @@ TEST(ReportTool, ExistingOutputNeedsOverwriteAndSvgWorks) {
   ASSERT_EQ(run_report(dir, "--overwrite --set report.figure_format=svg", &out), 0) << out;
   EXPECT_NE(slurp(dir + "/report/figures/tsne_scatter.svg").find("<svg"), std::string::npos);
   EXPECT_FALSE(fs::exists(dir + "/report/figures/tsne_scatter.png"));  // old report replaced
+}
+
+// Issue 26, defect 2: results of an earlier grid stay in sweep/ when the grid shrinks or
+// changes; only the results whose recorded config is the current grid's point of their
+// index are used, the others are listed with the reason and never pooled.
+TEST(ReportTool, ResultsOfAnEarlierGridAreListedNotPooled) {
+  std::string dir = make_run("stale");
+  // run-0 as train_scaled records it now: with its config (here 1 epoch), which the grid
+  // below (2 epochs) does not have.
+  {
+    Json j = Json::parse(slurp(dir + "/sweep/run-0/result.json"));
+    j["config"] = {{"scaled.epochs", "1"}, {"scaled.arm", "full"}};
+    std::ofstream(dir + "/sweep/run-0/result.json") << j.dump(2);
+  }
+  std::string out;
+  // The grid shrunk to the full arm at batch 16: run 0 is (16, seed 1, full) and run 1
+  // (16, seed 2, full); the old run-1 is (16, seed 1, filtered), runs 2..11 lie outside.
+  ASSERT_EQ(run_report(dir,
+                       "--set 'scaled.sweep={global_batch: [16], seed: [1, 2], arm: [full]}'"
+                       " --set scaled.epochs=2",
+                       &out),
+            0)
+      << out;
+  const std::string md = slurp(dir + "/report/index.md");
+  EXPECT_NE(out.find("12 results in"), std::string::npos) << out;  // one warning line
+  EXPECT_NE(md.find("Stale results: 12 result.json files"), std::string::npos) << md;
+  EXPECT_NE(md.find("| sweep/run-0/result.json | scaled.epochs 1 (grid: 2) |"), std::string::npos)
+      << md;
+  EXPECT_NE(md.find("sweep/run-1/result.json | scaled.arm filtered (grid: full), scaled.seed 1 "
+                    "(grid: 2) |"),
+            std::string::npos)
+      << md;
+  EXPECT_NE(md.find("| sweep/run-11/result.json | run 11 is outside the current grid (2 runs) |"),
+            std::string::npos)
+      << md;
+  EXPECT_NE(md.find("No train_scaled results"), std::string::npos) << md;
+  EXPECT_EQ(md.find("filtered − full ="), std::string::npos) << md;
+
+  // The same grid at 2 epochs with run-0 re-run (its config now records 2 epochs): run 0
+  // is used, alone; nothing of the filtered arm is compared.
+  {
+    Json j = Json::parse(slurp(dir + "/sweep/run-0/result.json"));
+    j["config"]["scaled.epochs"] = "2";
+    std::ofstream(dir + "/sweep/run-0/result.json") << j.dump(2);
+  }
+  ASSERT_EQ(run_report(dir,
+                       "--overwrite --set 'scaled.sweep={global_batch: [16], seed: [1, 2], "
+                       "arm: [full]}' --set scaled.epochs=2",
+                       &out),
+            0)
+      << out;
+  const std::string md2 = slurp(dir + "/report/index.md");
+  EXPECT_NE(md2.find("| sweep/run-*/result.json | present | 1 finished runs; 11 stale, not used |"),
+            std::string::npos)
+      << md2;
+  auto runs = read_csv(dir + "/report/data/runs.csv");
+  ASSERT_EQ(runs.size(), 2u);
+  EXPECT_EQ(runs[1][0], "0");
+  EXPECT_EQ(runs[1][1], "full");
+  EXPECT_EQ(md2.find("filtered − full ="), std::string::npos) << md2;
 }

@@ -11,7 +11,7 @@
 #include "test_train_util.hpp"
 #include "train/holdout.hpp"
 #include "train/loader.hpp"
-#include "train/sweep.hpp"
+#include "config/sweep.hpp"
 
 using namespace sieve;
 using namespace sieve::train;

@@ -10,13 +10,15 @@
 #pragma once
 #include <yaml-cpp/yaml.h>
 
+#include <map>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "config/config.hpp"
+#include "io/metrics.hpp"
 
-namespace sieve::train {
+namespace sieve {
 
 struct SweepAxis {
   std::string key;   // as written in the grid
@@ -43,4 +45,28 @@ class Sweep {
   std::vector<SweepAxis> axes_;
 };
 
-}  // namespace sieve::train
+// What identifies the result of one sweep run: the keys of its config that change the
+// numbers, path -> canonical value text. Every scaled.* key except the grid itself and the
+// keys that only say how the run is carried out (scaled.checkpoint.*, scaled.eval_batch),
+// and run.seed while scaled.seed is 0 (the training seed is derived from it).
+// train_scaled records it in result.json ("config"); the report and --resume compare it
+// with the current grid's point of the same index, so that a result of an earlier grid
+// is never taken for this one.
+using ResultKeys = std::map<std::string, std::string>;
+ResultKeys result_keys(const Config& point);
+
+// result.json's "config" object; empty when it has none (a result of an older train_scaled).
+ResultKeys recorded_result_keys(const Json& result);
+
+// Why a result recorded with `recorded` is not the grid point `expected` (result_keys of
+// it): the differing keys, "scaled.epochs 1 (grid: 3), scaled.arm filtered (grid: full)";
+// "" when they match. Numbers compare by value (5e-4 = 0.0005). A key `recorded` lacks is
+// not compared: results of an older train_scaled record fewer keys.
+std::string result_mismatch(const ResultKeys& recorded, const ResultKeys& expected);
+
+// Why the result of sweep run `index`, recorded with `recorded`, does not belong to the
+// current grid `sweep` over `base`: outside the grid, or result_mismatch; "" when it does.
+std::string stale_reason(const Sweep& sweep, const Config& base, int64_t index,
+                         const ResultKeys& recorded);
+
+}  // namespace sieve

@@ -1,11 +1,13 @@
-#include "train/sweep.hpp"
+#include "config/sweep.hpp"
 
 #include <algorithm>
+#include <cmath>
+#include <cstdlib>
 #include <sstream>
 
 #include "util/error.hpp"
 
-namespace sieve::train {
+namespace sieve {
 
 namespace {
 
@@ -28,6 +30,44 @@ std::string text_of(const YAML::Node& n) {
   YAML::Emitter e;
   e << YAML::Flow << n;
   return e.c_str();
+}
+
+// The node at a dotted path of a YAML tree (an undefined node when absent). Rebinding with
+// reset() and looking up through a const reference: assignment and non-const [] would
+// write into the tree.
+YAML::Node at_path(const YAML::Node& root, const std::string& path) {
+  YAML::Node n;
+  n.reset(root);
+  for (size_t from = 0;;) {
+    if (!n || !n.IsMap()) return YAML::Node(YAML::NodeType::Undefined);
+    const size_t dot = path.find('.', from);
+    const YAML::Node& map = n;
+    YAML::Node next = map[path.substr(from, dot == std::string::npos ? dot : dot - from)];
+    n.reset(next);
+    if (dot == std::string::npos) return n;
+    from = dot + 1;
+  }
+}
+
+bool as_number(const std::string& t, double* v) {
+  if (t.empty()) return false;
+  char* end = nullptr;
+  *v = std::strtod(t.c_str(), &end);
+  return end == t.c_str() + t.size() && std::isfinite(*v);
+}
+
+// Equal texts, or numbers of equal value ("5e-4" and "0.0005", "3" and "3.0").
+bool same_value(const std::string& a, const std::string& b) {
+  if (a == b) return true;
+  double x = 0, y = 0;
+  if (!as_number(a, &x) || !as_number(b, &y)) return false;
+  return std::fabs(x - y) <= 1e-12 * std::max(std::fabs(x), std::fabs(y));
+}
+
+bool decides_result(const std::string& path) {
+  if (path.rfind("scaled.", 0) != 0) return false;
+  return path != "scaled.sweep" && path != "scaled.eval_batch" &&
+         path.rfind("scaled.checkpoint.", 0) != 0;
 }
 
 }  // namespace
@@ -111,4 +151,42 @@ std::string Sweep::table() const {
   return os.str();
 }
 
-}  // namespace sieve::train
+ResultKeys result_keys(const Config& point) {
+  const YAML::Node tree = YAML::Load(point.to_yaml());
+  ResultKeys out;
+  for (const KeySpec& k : point.schema().keys())
+    if (decides_result(k.path)) {
+      const YAML::Node v = at_path(tree, k.path);
+      out[k.path] = v ? text_of(v) : "";
+    }
+  if (point.get_int("scaled.seed") == 0) out["run.seed"] = std::to_string(point.get_int("run.seed"));
+  return out;
+}
+
+ResultKeys recorded_result_keys(const Json& result) {
+  ResultKeys out;
+  auto it = result.find("config");
+  if (it == result.end() || !it->is_object()) return out;
+  for (auto& [path, v] : it->items()) out[path] = v.is_string() ? v.get<std::string>() : v.dump();
+  return out;
+}
+
+std::string result_mismatch(const ResultKeys& recorded, const ResultKeys& expected) {
+  std::string why;
+  for (const auto& [path, want] : expected) {
+    auto it = recorded.find(path);
+    if (it == recorded.end() || same_value(it->second, want)) continue;
+    why += cat(why.empty() ? "" : ", ", path, " ", it->second, " (grid: ", want, ")");
+  }
+  return why;
+}
+
+std::string stale_reason(const Sweep& sweep, const Config& base, int64_t index,
+                         const ResultKeys& recorded) {
+  if (index < 0 || index >= sweep.size())
+    return cat("run ", index, " is outside the current grid (", sweep.size(), " run",
+               sweep.size() == 1 ? "" : "s", ")");
+  return result_mismatch(recorded, result_keys(sweep.apply(base, index)));
+}
+
+}  // namespace sieve
