@@ -222,6 +222,7 @@ int run_tool(int argc, char** argv, const ToolSpec& spec, const FlagAdder& add_f
     std::vector<std::string> files;
     if (ctx.flags.count("config")) files = ctx.flags["config"].as<std::vector<std::string>>();
     ctx.cfg = Config::load(pipeline_schema(), files, overrides);
+    note_config_inputs(files);  // inputs of this run: no output may replace one
   } catch (const Error& e) {
     if (comm.is_root()) log::error(e.what(), false);
     return e.exit_code();

@@ -39,6 +39,7 @@ void check_outputs(const WriteOptions& opt, const Comm& comm) {
   on_root_agreed(comm, [&] {
     if (opt.output.empty()) throw UsageError("output path is empty");
     check_output_path(opt.output, opt.overwrite, schema::kDataset);
+    check_resolved_config_path(config_sidecar_path(opt.output));
     if (opt.shards > 1)
       for (int k = 0; k < opt.shards; ++k) check_output_path(shard_path(opt.output, k), opt.overwrite, schema::kDataset);
     // access(W_OK) says yes to root even where nothing can be created: try it.
@@ -534,7 +535,7 @@ WriteSummary write_dataset(const Source& src, const WriteOptions& opt, const Com
   }
   for (auto& o : outs) o->commit();
   on_root_agreed(comm, [&] {
-    write_text_atomic(config_sidecar_path(opt.output), opt.config_yaml);
+    write_resolved_config(config_sidecar_path(opt.output), opt.config_yaml);
   });
   if (index_out) index_out->commit();
 

@@ -64,6 +64,7 @@ void reduce_dims(const Comm& comm, const Config& cfg, const std::string& input,
                  const std::string& output, bool overwrite) {
   auto t_start = std::chrono::steady_clock::now();
   check_output_path(output, overwrite, schema::kEmbedding, {input});
+  check_resolved_config_path(config_sidecar_path(output));
   const std::string method = cfg.get_string("embed.method");
   const bool per_class = cfg.get_bool("embed.tsne.per_class");
   TsneOptions opt;
@@ -326,7 +327,7 @@ void reduce_dims(const Comm& comm, const Config& cfg, const std::string& input,
     lineage::stamp_derived(f, schema::kEmbedding, cfg.to_yaml(), lineage::lineage_of(input));
   });
   agreed([&] { f.close(); });
-  if (comm.is_root()) write_text_atomic(config_sidecar_path(output), cfg.to_yaml());
+  if (comm.is_root()) write_resolved_config(config_sidecar_path(output), cfg.to_yaml());
   out.commit();
   log::infof("wrote ", output, " in ", log::format_duration(seconds_since(t_start)));
 }

@@ -57,6 +57,10 @@ std::string describe_kind(const std::string& k) {
   return k.empty() ? std::string("not a Sieve output") : cat("a '", k, "' output");
 }
 
+// The --config files of this invocation (note_config_inputs): set once by run_tool, before
+// any output is checked.
+std::vector<std::string> g_config_inputs;
+
 // weakly_canonical, or the path as given if even that fails.
 fs::path canon(const std::string& p) {
   std::error_code ec;
@@ -90,7 +94,9 @@ void check_output_path(const std::string& path, bool overwrite, const std::strin
   if (path.empty()) throw UsageError("output path is empty");
   fs::path p(path);
   const fs::path out = canon(path);
-  for (const auto& in : inputs)
+  std::vector<std::string> all_inputs = inputs;
+  all_inputs.insert(all_inputs.end(), g_config_inputs.begin(), g_config_inputs.end());
+  for (const auto& in : all_inputs)
     if (!in.empty() && within(canon(in), out))
       throw UsageError(cat(path, ": output ", canon(in) == out ? "is" : "contains", " the input ",
                            in, " of this run (choose another output path)"));
@@ -227,6 +233,39 @@ void write_text_atomic(const std::string& path, const std::string& text) {
 std::string config_sidecar_path(const std::string& output_path) {
   fs::path p(output_path);
   return (p.parent_path() / (p.stem().string() + ".config.yaml")).string();
+}
+
+namespace {
+// The first line of `path` (at most 200 bytes), "" when it cannot be read.
+std::string first_line(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::string line;
+  std::getline(in, line);
+  return line.substr(0, 200);
+}
+}  // namespace
+
+void note_config_inputs(const std::vector<std::string>& files) { g_config_inputs = files; }
+
+void check_resolved_config_path(const std::string& path) {
+  const fs::path out = canon(path);
+  for (const auto& in : g_config_inputs)
+    if (canon(in) == out)
+      throw UsageError(cat(path, ": the resolved config of this output goes there, but it is ",
+                           "a --config file of this run (choose another output path)"));
+  std::error_code ec;
+  const auto st = fs::symlink_status(path, ec);
+  if (ec || !fs::exists(st)) return;
+  if (!fs::is_regular_file(st) || first_line(path).rfind(kResolvedConfigMark, 0) != 0)
+    throw UsageError(cat(path, ": exists and is not a resolved config written by Sieve (no '",
+                         kResolvedConfigMark, "' first line); the resolved config of this "
+                         "output goes there: move the file away or choose another output path"));
+}
+
+void write_resolved_config(const std::string& path, const std::string& yaml) {
+  check_resolved_config_path(path);  // again: the file may have appeared during the run
+  write_text_atomic(path, cat(kResolvedConfigMark, " (written by Sieve next to its output; ",
+                              "replaced by the next run)\n", yaml));
 }
 
 }  // namespace sieve

@@ -73,4 +73,16 @@ void write_text_atomic(const std::string& path, const std::string& text);
 // "out/model.h5" -> "out/model.config.yaml": the resolved config next to an output.
 std::string config_sidecar_path(const std::string& output_path);
 
+// The resolved config next to an output (the sidecar) is an output too: it never replaces
+// an input of the invocation (every --config file) nor a file Sieve did not write. Sieve's
+// own begin with this line, which is how a previous one is recognised.
+inline constexpr const char* kResolvedConfigMark = "# sieve resolved config";
+// The --config files of this invocation (run_tool notes them once); no output may be one.
+void note_config_inputs(const std::vector<std::string>& files);
+// Up front, before any work: throws UsageError naming `path` when it is a --config file of
+// this invocation, or exists and is not a resolved config written by Sieve.
+void check_resolved_config_path(const std::string& path);
+// check_resolved_config_path, then writes the mark line and `yaml` atomically (one rank).
+void write_resolved_config(const std::string& path, const std::string& yaml);
+
 }  // namespace sieve

@@ -217,6 +217,7 @@ void make_report(const Config& cfg, const ReportOptions& opt, const Comm& comm) 
   // Only a previous report is ever replaced, and never the run directory it reads.
   AtomicOutput out(opt.output, opt.overwrite, comm, /*is_dir=*/true, schema::kReport,
                    {opt.run_dir, opt.sweep_dir});
+  check_resolved_config_path(config_sidecar_path(opt.output));
   on_root_agreed(comm, [&] {
     RunData data = load_run(opt.run_dir, opt.sweep_dir, &cfg);
     const std::string dir = out.tmp_path();
@@ -252,7 +253,7 @@ void make_report(const Config& cfg, const ReportOptions& opt, const Comm& comm) 
   });
   out.commit();
   // The resolved config also next to the directory, as for every Sieve output.
-  if (comm.is_root()) write_text_atomic(config_sidecar_path(opt.output), cfg.to_yaml());
+  if (comm.is_root()) write_resolved_config(config_sidecar_path(opt.output), cfg.to_yaml());
   log::info(cat("wrote ", opt.output, "/index.html (and index.md, figures/, data/)"));
 }
 

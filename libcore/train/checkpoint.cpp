@@ -197,7 +197,7 @@ void save_model(const std::string& path, nn::Model& model, const std::string& co
     write_state(f, model, "/state", model.params_to_host().data());
     write_buffers(f, model, "/state");
     f.close();
-    write_text_atomic(config_sidecar_path(path), config_yaml);
+    write_resolved_config(config_sidecar_path(path), config_yaml);
   });
   out.commit();
 }

@@ -82,6 +82,7 @@ void extract_features_main(ToolContext& ctx) {
   const std::string output = flag_or("output", rp.features());
   const int64_t batch = ctx.cfg.get_int("features.batch");
   AtomicOutput out(output, ctx.overwrite, ctx.comm);
+  check_resolved_config_path(config_sidecar_path(output));
 
   const std::string backend = ctx.cfg.get_string("features.backend");
   std::string note;
@@ -169,7 +170,7 @@ void extract_features_main(ToolContext& ctx) {
   }
   agreed([&] { f.close(); });
   out.commit();
-  if (ctx.comm.is_root()) write_text_atomic(config_sidecar_path(output), ctx.cfg.to_yaml());
+  if (ctx.comm.is_root()) write_resolved_config(config_sidecar_path(output), ctx.cfg.to_yaml());
   log::info(cat("wrote ", output, ": ", F, "-dim features of ", ds.rows(data::Split::Train),
                 " train",
                 splits.size() > 1 ? cat(" + ", ds.rows(data::Split::Test), " test") : std::string(),

@@ -105,11 +105,13 @@ void pretrain_main(ToolContext& ctx) {
   if (dir.empty()) dir = ".";
   make_output_dir(ctx, dir, 1);
   check_output_path(output, ctx.overwrite, schema::kModel, {dataset});
+  check_resolved_config_path(config_sidecar_path(output));
   const double holdout = ctx.cfg.get_float("pretrain.holdout");
   // The early model sits next to the final one whatever --output says (model_early.h5).
   const std::string early = (fs::path(dir) / (fs::path(output).stem().string() + "_early.h5")).string();
   const std::string early_info = early.substr(0, early.size() - 3) + ".json";
   if (!resume) check_output_path(early, ctx.overwrite, schema::kModel, {dataset});
+  check_resolved_config_path(config_sidecar_path(early));
   const std::string ckpt_dir = dir + "/checkpoints";
   prepare_checkpoint_dir(ctx, ckpt_dir, resume);
 
@@ -330,6 +332,7 @@ void run_sweep_point(ToolContext& ctx, const Sweep& sweep, int64_t index) {
   }
   make_output_dir(ctx, run_dir, 2);
   check_output_path(result_path, ctx.overwrite);
+  check_resolved_config_path(run_dir + "/config.yaml");
   prepare_checkpoint_dir(ctx, run_dir + "/checkpoints", resume);
   // A run started over (--overwrite) loses its old checkpoints and metrics now: its old
   // result.json goes too, so that a failed redo leaves an unfinished run, never an old
@@ -420,7 +423,7 @@ void run_sweep_point(ToolContext& ctx, const Sweep& sweep, int64_t index) {
                             "final_test_loss", "train_acc", "train_loss", "gen_gap"})
         j[k] = nullptr;
     }
-    write_text_atomic(run_dir + "/config.yaml", cfg.to_yaml());
+    write_resolved_config(run_dir + "/config.yaml", cfg.to_yaml());
     write_text_atomic(result_path, j.dump(2) + "\n");
   }
   ctx.comm.barrier();
