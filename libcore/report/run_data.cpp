@@ -327,8 +327,10 @@ RunResult parse_result(const Json& j, const std::string& path) {
                 dv->type_name());
     r.diverged = dv->get<bool>();
   }
-  // A diverged run has no final accuracy (null); anything else must report one.
-  r.final_test_acc = num(j, "final_test_acc", path, !r.diverged);
+  // A diverged run has no final accuracy (null), nor has a run without a test split (null;
+  // -1 from older versions); the key itself is always written.
+  SIEVE_CHECK(j.contains("final_test_acc"), path, ": field 'final_test_acc' missing");
+  r.final_test_acc = num(j, "final_test_acc", path, false);
   if (r.diverged) {
     r.final_test_acc = kNaN;
     r.diverged_at_step = integer(j, "diverged_at_step", path, false, -1);
@@ -344,7 +346,6 @@ RunResult parse_result(const Json& j, const std::string& path) {
   r.best_test_acc = num(j, "best_test_acc", path, false);
   r.train_acc = num(j, "train_acc", path, false);
   r.gen_gap = num(j, "gen_gap", path, false);
-  if (std::isnan(r.gen_gap) && !std::isnan(r.train_acc)) r.gen_gap = r.train_acc - r.final_test_acc;
   r.time_to_best_s = num(j, "time_to_best_s", path, false);
   r.images_per_s = num(j, "images_per_s", path, false);
   r.images_per_s_per_rank = num(j, "images_per_s_per_rank", path, false);
@@ -364,9 +365,12 @@ RunResult parse_result(const Json& j, const std::string& path) {
                 c->type_name());
   r.recorded = recorded_result_keys(j);
   r.lr = num(j, "lr", path, false);
-  // A run without a test split reports -1: treat as "no accuracy", not as 0 %.
+  // A run without a test split reports null (-1 before): "no accuracy", not 0 %. Its gap
+  // is missing too (older versions wrote 0.0 there, a number nobody measured).
   if (r.final_test_acc < 0) r.final_test_acc = kNaN;
   if (r.best_test_acc < 0) r.best_test_acc = kNaN;
+  if (std::isnan(r.final_test_acc)) r.gen_gap = kNaN;
+  else if (std::isnan(r.gen_gap)) r.gen_gap = r.train_acc - r.final_test_acc;
   return r;
 }
 

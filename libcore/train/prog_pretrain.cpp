@@ -190,8 +190,10 @@ void pretrain_main(ToolContext& ctx) {
     exit_for_requeue(ctx.comm, s.checkpoint);
   }
   save_model(output, trainer.model(), ctx.cfg.to_yaml(), from, ctx.overwrite, ctx.comm);
-  log::info(cat("wrote ", output, ": train acc ", r.final_train_acc, ", test acc ",
-                r.final_test_acc, ", ", int64_t(r.images_per_s), " img/s (",
+  log::info(cat("wrote ", output, ": train acc ", r.final_train_acc, ", ",
+                r.final_test_acc < 0 ? std::string("no test split")
+                                     : cat("test acc ", r.final_test_acc),
+                ", ", int64_t(r.images_per_s), " img/s (",
                 int64_t(r.images_per_s_per_rank), " per rank), ", log::format_duration(r.elapsed_s)));
   if (holdout > 0)
     log::info(cat("wrote ", early, ": the early-learning model, held-out acc ", best,
@@ -405,7 +407,7 @@ void run_sweep_point(ToolContext& ctx, const Sweep& sweep, int64_t index) {
     j["final_test_loss"] = r.final_test_loss;
     j["train_acc"] = r.final_train_acc;
     j["train_loss"] = r.final_train_loss;
-    j["gen_gap"] = r.final_test_acc >= 0 ? r.final_train_acc - r.final_test_acc : 0.0;
+    j["gen_gap"] = r.final_train_acc - r.final_test_acc;
     j["images_per_s"] = r.images_per_s;
     j["images_per_s_per_rank"] = r.images_per_s_per_rank;
     j["elapsed_s"] = r.elapsed_s;
@@ -414,6 +416,10 @@ void run_sweep_point(ToolContext& ctx, const Sweep& sweep, int64_t index) {
     j["dataset_fingerprint"] = data.meta.fingerprint;
     if (arm != "full") j["filter_fingerprint"] = lineage::fingerprint_of(h5::File::open(filter));
     j["diverged"] = diverged;
+    if (r.final_test_acc < 0 && !diverged)  // no test split: nothing was measured
+      for (const char* k : {"final_test_acc", "best_test_acc", "best_epoch", "time_to_best_s",
+                            "final_test_loss", "gen_gap"})
+        j[k] = nullptr;
     if (diverged) {
       // No final accuracy exists; the last evaluation before the divergence (if any) is
       // kept under its own name so that nothing reads it as the run's result.
@@ -428,8 +434,11 @@ void run_sweep_point(ToolContext& ctx, const Sweep& sweep, int64_t index) {
   }
   ctx.comm.barrier();
   if (diverged) return;
-  log::info(cat("wrote ", result_path, ": test acc ", r.final_test_acc, " (best ",
-                r.best_test_acc, "), train acc ", r.final_train_acc, ", ",
+  log::info(cat("wrote ", result_path, ": ",
+                r.final_test_acc < 0 ? std::string("no test split")
+                                     : cat("test acc ", r.final_test_acc, " (best ",
+                                           r.best_test_acc, ")"),
+                ", train acc ", r.final_train_acc, ", ",
                 int64_t(r.images_per_s), " img/s"));
 }
 
