@@ -231,6 +231,18 @@ ConfigSchema& ConfigSchema::add_tree(const std::string& p, const std::string& h)
   return add({p, ValueType::Tree, empty, h, {}, {}, {}});
 }
 
+ConfigSchema& ConfigSchema::add_shorthand(const std::string& section, const std::string& key) {
+  SIEVE_ASSERT(find(key) && key.compare(0, section.size() + 1, section + ".") == 0,
+               "shorthand ", section, " -> ", key, ": not a key of that section");
+  shorthands_[section] = key;
+  return *this;
+}
+
+const std::string* ConfigSchema::shorthand(const std::string& section) const {
+  auto it = shorthands_.find(section);
+  return it == shorthands_.end() ? nullptr : &it->second;
+}
+
 const KeySpec* ConfigSchema::find(const std::string& path) const {
   auto it = index_.find(path);
   return it == index_.end() ? nullptr : &keys_[it->second];
@@ -303,7 +315,7 @@ void apply_tree(Config& cfg, const ConfigSchema& schema, const YAML::Node& node,
     // a typo'd or pasted-twice section.
     if (!seen.insert(key).second)
       throw UsageError(cat("config (", origin, "): key '", path, "' appears twice"));
-    if (schema.find(path)) {
+    if (schema.find(path) || (kv.second.IsScalar() && schema.shorthand(path))) {
       cfg.set(path, kv.second, origin);
     } else if (schema.is_section(path)) {
       apply_tree(cfg, schema, kv.second, path, origin);
@@ -321,6 +333,10 @@ void Config::set(const std::string& path, const YAML::Node& value, const std::st
     if (const KeySpec* tree = schema_->enclosing_tree(path)) {
       // Setting inside a free-form tree: splice the value into it.
       put_at_key_path(values_[tree->path], path.substr(tree->path.size() + 1), value);
+      return;
+    }
+    if (const std::string* key = schema_->shorthand(path); key && value.IsScalar()) {
+      set(*key, value, origin);
       return;
     }
     if (schema_->is_section(path)) {

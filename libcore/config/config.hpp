@@ -49,6 +49,10 @@ class ConfigSchema {
                                 const std::string& help);
   // A free-form subtree (e.g. a sweep grid) that the program validates itself.
   ConfigSchema& add_tree(const std::string& path, const std::string& help);
+  // A scalar given for the section `section` sets `key` (e.g. `data.label_noise: 0.2` for
+  // `data.label_noise.rate`), so that a key that grew into a section keeps its old form.
+  ConfigSchema& add_shorthand(const std::string& section, const std::string& key);
+  const std::string* shorthand(const std::string& section) const;
 
   const KeySpec* find(const std::string& path) const;
   // The spec of the Tree key that contains `path`, if any.
@@ -62,6 +66,7 @@ class ConfigSchema {
   ConfigSchema& add(KeySpec spec);
   std::vector<KeySpec> keys_;
   std::map<std::string, size_t> index_;
+  std::map<std::string, std::string> shorthands_;  // section -> key
 };
 
 class Config {

@@ -17,12 +17,28 @@ void add_data_keys(ConfigSchema& s) {
   s.add_int("data.seed", -1,
             "seed of the synthetic generator and the CSV train/test split (-1: derived from run.seed)",
             -1);
-  s.add_float("data.label_noise", 0.0,
-              "real sources (cifar10, cifar100, mnist, csv): fraction of training labels flipped "
-              "to another class (seeded by data.seed) and recorded as /train/noise_truth, so "
-              "that detectors can be scored on real data (synthetic data: "
-              "data.synthetic.label_noise)",
+  // Injected label noise, for every source (docs/data.md "Injected label noise").
+  s.add_float("data.label_noise.rate", 0.0,
+              "fraction of the training labels flipped by shard_dataset and recorded as "
+              "/train/noise_truth and /train/clean_labels, so that detectors can be scored on "
+              "any data (exactly round(rate * N) rows; `data.label_noise: 0.2` is short for "
+              "this key; on synthetic data, in addition to data.synthetic.label_noise)",
               0.0, 0.9);
+  s.add_string("data.label_noise.kind", "symmetric",
+               "symmetric (to any other class, uniformly), pairwise (each class to one partner "
+               "class: data.label_noise.pairs, or the class a quick pixel model confuses it "
+               "with most) or instance (the samples that model finds most confusable, to their "
+               "most likely wrong class)",
+               {"symmetric", "pairwise", "instance"});
+  s.add_int("data.label_noise.seed", -1,
+            "seed of the choice of rows (and of the quick model's folds) (-1: data.seed, or "
+            "the seed derived from run.seed)",
+            -1);
+  s.add_tree("data.label_noise.pairs",
+             "pairwise: class map {from: to, ...} by class index (classes not named keep "
+             "their labels); empty: each class to the class the quick model confuses it with "
+             "most");
+  s.add_shorthand("data.label_noise", "data.label_noise.rate");
   s.add_string("data.loader", "auto",
                "how training reads its samples: memory (every rank holds the whole split; the "
                "exact global permutation), stream (each rank reads its own chunks in windows of "

@@ -23,6 +23,8 @@ inline std::string sample_id_path(Split s) { return std::string("/") + split_nam
 inline std::string noise_truth_path(Split s) { return std::string("/") + split_name(s) + "/noise_truth"; }
 // Synthetic only, an extra beside noise_truth: 0 clean, 1 label noise, 2 outlier image.
 inline std::string noise_kind_path(Split s) { return std::string("/") + split_name(s) + "/noise_kind"; }
+// Where noise is injected (synthetic, data.label_noise): the label before any flip.
+inline std::string clean_labels_path(Split s) { return std::string("/") + split_name(s) + "/clean_labels"; }
 
 inline constexpr int kNoiseClean = 0;
 inline constexpr int kNoiseLabel = 1;

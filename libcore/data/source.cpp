@@ -26,6 +26,7 @@ class SyntheticSource : public Source {
     meta_.num_classes = spec.classes;
     meta_.class_names = names.empty() ? gen_.class_names() : names;
     meta_.has_noise = true;
+    meta_.has_clean_labels = true;
   }
   const DatasetMeta& meta() const override { return meta_; }
   void produce(Split split, int64_t row0, int64_t count, const Rows& out) const override {
@@ -34,6 +35,15 @@ class SyntheticSource : public Source {
       SyntheticSample smp = gen_.generate(split, row0 + i, out.images + i * rb);
       out.labels[i] = smp.label;
       out.noise[i] = smp.noise;
+      if (out.clean_labels) out.clean_labels[i] = smp.true_class;
+    }
+  }
+  void produce_labels(Split split, int64_t row0, int64_t count, const Rows& out) const override {
+    for (int64_t i = 0; i < count; ++i) {
+      SyntheticSample smp = gen_.describe(split, row0 + i);
+      out.labels[i] = smp.label;
+      if (out.noise) out.noise[i] = smp.noise;
+      if (out.clean_labels) out.clean_labels[i] = smp.true_class;
     }
   }
 
@@ -43,6 +53,16 @@ class SyntheticSource : public Source {
 };
 
 }  // namespace
+
+void Source::produce_labels(Split split, int64_t row0, int64_t count, const Rows& out) const {
+  const DatasetMeta& m = meta();
+  std::vector<uint8_t> images(m.kind == Kind::Image ? size_t(count * m.row_elems()) : 0);
+  std::vector<float> features(m.kind == Kind::Tabular ? size_t(count * m.row_elems()) : 0);
+  Rows full = out;
+  full.images = images.empty() ? nullptr : images.data();
+  full.features = features.empty() ? nullptr : features.data();
+  produce(split, row0, count, full);
+}
 
 uint64_t data_seed(const Config& cfg) {
   int64_t s = cfg.get_int("data.seed");
@@ -69,12 +89,10 @@ std::unique_ptr<Source> open_source(const Config& cfg, const std::string& input,
   std::string kind = cfg.get_string("data.source");
   std::string path = input.empty() ? cfg.get_string("data.path") : input;
   std::vector<std::string> names = cfg.get_string_list("data.class_names");
-  const double label_noise = cfg.get_float("data.label_noise");
+  // Parsed (and its keys checked) before any input is read.
+  const LabelNoiseOptions noise = label_noise_options(cfg);
+  std::unique_ptr<Source> src;
   if (kind == "synthetic") {
-    if (label_noise > 0)
-      throw UsageError(cat("data.label_noise=", label_noise,
-                           ": for real sources; the synthetic generator injects its own noise "
-                           "(set data.synthetic.label_noise instead)"));
     const SyntheticSpec spec = synthetic_spec(cfg);
     if (spec.channels == 2)
       throw UsageError("data.synthetic.channels: 2 is not supported (use 1 or 3)");
@@ -84,13 +102,12 @@ std::unique_ptr<Source> open_source(const Config& cfg, const std::string& input,
     if (!names.empty() && int64_t(names.size()) != spec.classes)
       throw UsageError(cat("data.class_names has ", names.size(),
                            " names but data.synthetic.classes is ", spec.classes));
-    auto src = std::make_unique<SyntheticSource>(spec, names);
-    return src;
+    src = std::make_unique<SyntheticSource>(spec, names);
+    return noise.rate > 0 ? with_label_noise(std::move(src), noise, comm) : std::move(src);
   }
   if (path.empty())
     throw UsageError(cat("data.path is empty: data.source '", kind,
                          "' needs an input (set data.path or pass --input)"));
-  std::unique_ptr<Source> src;
   if (kind == "cifar10" || kind == "cifar100")
     src = open_cifar(path, kind == "cifar100", names, comm);
   else if (kind == "mnist")
@@ -126,7 +143,7 @@ std::unique_ptr<Source> open_source(const Config& cfg, const std::string& input,
   }
   if (m.rows(Split::Train) == 0)
     throw Error(cat(path, ": no training samples (", m.description, ")"));
-  if (label_noise > 0) src = with_label_noise(std::move(src), label_noise, data_seed(cfg));
+  if (noise.rate > 0) src = with_label_noise(std::move(src), noise, comm);
   return src;
 }
 

@@ -29,6 +29,14 @@ struct DatasetMeta {
   int64_t num_classes = 0;
   std::vector<std::string> class_names;
   bool has_noise = false;                // writes noise_truth / noise_kind
+  bool has_clean_labels = false;         // writes clean_labels (the label before any flip)
+  // data.label_noise as applied (root attributes label_noise_*); kind empty: none.
+  struct InjectedNoise {
+    std::string kind;              // symmetric, pairwise, instance
+    double rate = 0;
+    int64_t seed = 0, count = 0;   // count: training rows flipped by data.label_noise
+    std::vector<int64_t> pairs;    // pairwise: partner of each class, -1 for none
+  } injected;
   std::vector<std::string> skipped;      // input files left out (attribute skipped_inputs)
 
   int64_t rows(Split s) const { return n[int(s)]; }
@@ -44,6 +52,7 @@ struct Rows {
   float* features = nullptr;   // count * F (tabular sources)
   int32_t* labels = nullptr;   // count
   uint8_t* noise = nullptr;    // count, kNoiseClean/Label/Outlier (sources with has_noise)
+  int32_t* clean_labels = nullptr;  // count (sources with has_clean_labels)
 };
 
 class Source {
@@ -52,6 +61,9 @@ class Source {
   virtual const DatasetMeta& meta() const = 0;
   // Rows [row0, row0+count) of `split` into `out` (serial; the writer parallelises).
   virtual void produce(Split split, int64_t row0, int64_t count, const Rows& out) const = 0;
+  // Only the labels (and noise, clean labels where the source has them) of those rows:
+  // `out.images`/`out.features` are ignored. The default produces the rows in full.
+  virtual void produce_labels(Split split, int64_t row0, int64_t count, const Rows& out) const;
   // Per-column mean/std of the training set when the source computes them itself
   // (tabular: every rank holds the whole table, so the result is rank-independent).
   // Empty: the writer accumulates exact integer pixel sums instead.

@@ -61,7 +61,7 @@ namespace {
 struct Slot {
   std::vector<uint8_t> images, noise, truth;
   std::vector<float> features;
-  std::vector<int32_t> labels;
+  std::vector<int32_t> labels, clean;
   std::vector<int64_t> ids;
   int64_t row0 = 0, count = 0;  // rows in the slice (file-local)
   void resize(const DatasetMeta& m, int64_t n) {
@@ -73,6 +73,7 @@ struct Slot {
     ids.resize(size_t(n));
     noise.resize(m.has_noise ? size_t(n) : 0);
     truth.resize(m.has_noise ? size_t(n) : 0);
+    clean.resize(m.has_clean_labels ? size_t(n) : 0);
   }
 };
 
@@ -94,6 +95,13 @@ void set_common_attrs(h5::File& f, const DatasetMeta& m) {
   f.set_attr("/", "num_train", m.rows(Split::Train));
   f.set_attr("/", "num_test", m.rows(Split::Test));
   if (!m.skipped.empty()) f.set_attr("/", "skipped_inputs", m.skipped);
+  if (!m.injected.kind.empty()) {  // data.label_noise as applied
+    f.set_attr("/", "label_noise_kind", m.injected.kind);
+    f.set_attr("/", "label_noise_rate", m.injected.rate);
+    f.set_attr("/", "label_noise_seed", m.injected.seed);
+    f.set_attr("/", "label_noise_injected", m.injected.count);
+    if (!m.injected.pairs.empty()) f.set_attr("/", "label_noise_pairs", m.injected.pairs);
+  }
 }
 
 std::vector<hsize_t> row_dims(const DatasetMeta& m, int64_t n) {
@@ -302,7 +310,7 @@ WriteSummary write_dataset(const Source& src, const WriteOptions& opt, const Com
   int64_t lnoise[2] = {0, 0};
   std::vector<uint64_t> shard_fp(size_t(2 * K), 0);  // per shard file: lo, hi
   int64_t payload = 0;
-  const int64_t extra_bytes = 4 + 8 + (m.has_noise ? 2 : 0);
+  const int64_t extra_bytes = 4 + 8 + (m.has_noise ? 2 : 0) + (m.has_clean_labels ? 4 : 0);
   // Producer threads: opt.threads, else OMP_NUM_THREADS, else this node's cores shared by
   // its ranks.
   int threads = opt.threads;
@@ -339,6 +347,7 @@ WriteSummary write_dataset(const Source& src, const WriteOptions& opt, const Com
         f.create_dataset<uint8_t>(noise_truth_path(s), {hsize_t(n)});
         f.create_dataset<uint8_t>(noise_kind_path(s), {hsize_t(n)});
       }
+      if (m.has_clean_labels) f.create_dataset<int32_t>(clean_labels_path(s), {hsize_t(n)});
       Range mine = my_block(n, me);
       int64_t iters = 0;  // the same on every rank: every write is collective
       for (int r = 0; r < P; ++r) iters = std::max(iters, (my_block(n, r).size() + batch_rows - 1) / batch_rows);
@@ -367,6 +376,7 @@ WriteSummary write_dataset(const Source& src, const WriteOptions& opt, const Com
             else rows.features = b.features.data() + a * re;
             rows.labels = b.labels.data() + a;
             if (m.has_noise) rows.noise = b.noise.data() + a;
+            if (m.has_clean_labels) rows.clean_labels = b.clean.data() + a;
             src.produce(s, slice.begin + b.row0 + a, n, rows);
             for (int64_t i = a; i < a + n; ++i) {
               b.ids[size_t(i)] = id0 + b.row0 + i;
@@ -437,6 +447,8 @@ WriteSummary write_dataset(const Source& src, const WriteOptions& opt, const Com
           agreed([&] { f.write_rows<uint8_t>(noise_truth_path(s), r0, cnt, cur.truth.data()); });
           agreed([&] { f.write_rows<uint8_t>(noise_kind_path(s), r0, cnt, cur.noise.data()); });
         }
+        if (m.has_clean_labels)
+          agreed([&] { f.write_rows<int32_t>(clean_labels_path(s), r0, cnt, cur.clean.data()); });
         sum.write_s += now_s() - tg;
         payload += cur.count * (row_bytes + extra_bytes);
         local_done += cur.count;
@@ -518,6 +530,7 @@ WriteSummary write_dataset(const Source& src, const WriteOptions& opt, const Com
           create_virtual(idx, noise_truth_path(s), H5T_NATIVE_UINT8, d1, files, n);
           create_virtual(idx, noise_kind_path(s), H5T_NATIVE_UINT8, d1, files, n);
         }
+        if (m.has_clean_labels) create_virtual(idx, clean_labels_path(s), H5T_NATIVE_INT32, d1, files, n);
       }
       idx.close();
     }

@@ -221,3 +221,25 @@ TEST(DataErrors, BadFlagsAndConfig) {
   expect_failure(c, "--set data.source=imagenet", 2, {"data.source"});
   expect_failure(c, "--set data.synthetic.classes=3 --set 'data.class_names=[a,b]'", 2, {"data.class_names"});
 }
+
+// data.label_noise: each bad key named in one line, nothing written.
+TEST(DataErrors, LabelNoiseKeys) {
+  Case c = make_case("label_noise");
+  const std::string tiny = "--set data.synthetic.train_per_class=10 --set data.synthetic.test_per_class=1 ";
+  expect_failure(c, tiny + "--set data.label_noise=0.95", 2, {"data.label_noise.rate"});
+  expect_failure(c, tiny + "--set data.label_noise.kind=flip", 2, {"data.label_noise.kind"});
+  expect_failure(c, tiny + "--set data.label_noise.rate=0.1 --set 'data.label_noise.pairs={a: 1}'", 2,
+                 {"data.label_noise.pairs", "'a'"});
+  expect_failure(c, tiny + "--set data.label_noise.rate=0.1 --set data.label_noise.kind=pairwise "
+                 "--set 'data.label_noise.pairs={0: 10}'", 2, {"data.label_noise.pairs", "10 out of range 0..9"});
+  expect_failure(c, tiny + "--set data.label_noise.rate=0.1 --set data.label_noise.kind=pairwise "
+                 "--set 'data.label_noise.pairs={3: 3}'", 2, {"data.label_noise.pairs", "itself"});
+  expect_failure(c, tiny + "--set data.label_noise.rate=0.1 --set 'data.label_noise.pairs={0: 1}'", 2,
+                 {"data.label_noise.pairs", "pairwise"});
+  expect_failure(c, tiny + "--set 'data.label_noise.pairs=[[0, 1]]'", 2, {"data.label_noise.pairs"});
+  // More flips than the generator's own noise leaves clean rows, or than the mapped classes hold.
+  expect_failure(c, tiny + "--set data.label_noise.rate=0.9 --set data.synthetic.label_noise=0.5", 2,
+                 {"data.label_noise.rate"});
+  expect_failure(c, tiny + "--set data.label_noise.rate=0.5 --set data.label_noise.kind=pairwise "
+                 "--set 'data.label_noise.pairs={0: 1}'", 2, {"data.label_noise.rate", "data.label_noise.pairs"});
+}
