@@ -6,20 +6,25 @@ namespace sieve::cluster {
 
 const std::vector<DetectorInfo>& detectors() {
   static const std::vector<DetectorInfo> all = {
-      {"consensus", "features + class probabilities",
-       "rank average of the knn and confident scores; flags per class as many as the confident "
-       "joint estimates wrong (prune by noise rate)",
-       false, true, true, true},
+      {"consensus", "features + class probabilities (+ training dynamics)",
+       "rank average of the knn, confident and (where recorded) dynamics scores; flags per class "
+       "as many as the confident joint estimates wrong (prune by noise rate)",
+       false, true, true, false, true},
       {"knn", "penultimate features",
        "fraction of the k nearest neighbours (cosine) with another label; flagged above "
        "filter.knn.threshold",
-       false, true, false, true},
+       false, true, false, false, true},
       {"confident", "class probabilities",
        "max other-class probability minus the label's; flagged off the confident joint's "
        "diagonal",
-       false, false, true, true},
+       false, false, true, false, true},
+      {"dynamics", "training dynamics (margin at every epoch)",
+       "negated area under the margin (mean of assigned logit minus the largest other over the "
+       "epochs); flags per class as many as the confident joint estimates wrong, else AUM < 0",
+       false, false, false, true, true},
       {"dbscan", "2-D embedding, per class",
-       "core distance; DBSCAN noise (the paper's method, the reference)", true, false, false, true},
+       "core distance; DBSCAN noise (the paper's method, the reference)", true, false, false, false,
+       true},
       {"gmm", "2-D embedding, per class",
        "least likely filter.outlier_quantile under a Gaussian mixture", true, false, false, false},
       {"kmeans", "2-D embedding, per class",

@@ -15,6 +15,7 @@ struct DetectorInfo {
   bool clusters = false;       // clusters the embedding per class (dbscan, gmm, kmeans)
   bool needs_features = false; // /train/features of the features file
   bool needs_probs = false;    // /train/probs of the features file
+  bool needs_dynamics = false; // pretrain's dynamics.h5 (per-epoch margins)
   bool reference = false;      // runs beside the chosen one when ground truth exists
 };
 

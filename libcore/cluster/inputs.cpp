@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <numeric>
+#include <unordered_map>
 
 #include "io/h5.hpp"
 #include "io/schemas.hpp"
@@ -133,6 +134,48 @@ FeatureShares read_feature_shares(const Comm& comm, const std::string& path,
   };
   if (want_features) read("/train/features", out.feats);
   if (want_probs) read("/train/probs", out.probs);
+  return out;
+}
+
+std::vector<float> area_under_margin(const std::vector<float>& margin, int64_t epochs,
+                                     int64_t n) {
+  SIEVE_CHECK(margin.size() == size_t(epochs) * size_t(n), "training dynamics: ", margin.size(),
+              " margins for ", epochs, " epochs x ", n, " samples");
+  std::vector<double> sum(size_t(n), 0.0);
+  std::vector<int64_t> seen(size_t(n), 0);
+  for (int64_t e = 0; e < epochs; ++e)
+    for (int64_t i = 0; i < n; ++i) {
+      const float m = margin[size_t(e) * size_t(n) + size_t(i)];
+      if (std::isnan(m)) continue;
+      sum[size_t(i)] += m;
+      ++seen[size_t(i)];
+    }
+  std::vector<float> aum(size_t(n), std::nanf(""));
+  for (int64_t i = 0; i < n; ++i)
+    if (seen[size_t(i)]) aum[size_t(i)] = float(sum[size_t(i)] / double(seen[size_t(i)]));
+  return aum;
+}
+
+std::vector<float> read_aum(const std::string& path, const std::vector<int64_t>& ids) {
+  h5::File f = h5::File::open(path);
+  h5::require_schema(f, schema::kDynamics);
+  const auto dims = f.require<float>("/margin", 2);
+  const auto idims = f.require<int64_t>("/sample_id", 1);
+  SIEVE_CHECK(dims[1] == idims[0], path, ": /margin has ", dims[1], " columns for ", idims[0],
+              " sample ids");
+  const std::vector<float> aum =
+      area_under_margin(f.read_all<float>("/margin"), int64_t(dims[0]), int64_t(dims[1]));
+  const std::vector<int64_t> file_ids = f.read_all<int64_t>("/sample_id");
+  std::unordered_map<int64_t, size_t> col;
+  col.reserve(file_ids.size());
+  for (size_t i = 0; i < file_ids.size(); ++i) col[file_ids[i]] = i;
+  std::vector<float> out(ids.size());
+  for (size_t i = 0; i < ids.size(); ++i) {
+    auto it = col.find(ids[i]);
+    SIEVE_CHECK(it != col.end(), path, ": sample id ", ids[i],
+                " of the filter input is not in /sample_id (dynamics of another dataset?)");
+    out[i] = aum[it->second];
+  }
   return out;
 }
 

@@ -47,4 +47,14 @@ FeatureShares read_feature_shares(const Comm& comm, const std::string& path,
                                   const std::vector<int32_t>& labels, bool want_features,
                                   bool want_probs);
 
+// The training-dynamics detector's input: the area under the margin (mean margin over the
+// recorded epochs) of each of the input's samples `ids`, from pretrain's dynamics.h5
+// (train/dynamics.hpp); NaN for a sample never trained (held out). An id missing from the
+// file, or a wrong shape, is an Error naming the file.
+std::vector<float> read_aum(const std::string& path, const std::vector<int64_t>& ids);
+
+// The area under the margin of each column of a margin table [epochs, n] (NaN entries are
+// epochs not recorded; NaN where none is).
+std::vector<float> area_under_margin(const std::vector<float>& margin, int64_t epochs, int64_t n);
+
 }  // namespace sieve::cluster

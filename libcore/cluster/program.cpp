@@ -1,5 +1,7 @@
 #include "cluster/program.hpp"
 
+#include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <map>
 
@@ -71,6 +73,9 @@ void add_filter_flags(po::options_description& o) {
                   "embedding file (default: run.dir/embedding.h5)")(
       "input-dataset", po::value<std::string>(),
       "float [N,d] dataset to cluster (default: filter.input_dataset)")(
+      "dynamics", po::value<std::string>(),
+      "training dynamics (pretrain's per-epoch margins) for the dynamics detector and the "
+      "consensus (default: run.dir/pretrain/dynamics.h5 when it exists)")(
       "features", po::value<std::string>(),
       "features file with /train/features and /train/probs for the knn and confident "
       "detectors (default: run.dir/features.h5 when it exists)")(
@@ -97,6 +102,8 @@ void cluster_filter_main(ToolContext& ctx) {
       path_flag("truth", std::filesystem::exists(paths.dataset()) ? paths.dataset() : "", true);
   const std::string features = path_flag(
       "features", std::filesystem::exists(paths.features()) ? paths.features() : "", true);
+  const std::string dynamics_file = path_flag(
+      "dynamics", std::filesystem::exists(paths.dynamics()) ? paths.dynamics() : "", true);
   FilterOptions opt = filter_options(ctx.cfg);
   const DetectorInfo& chosen_info = detector(opt.method);
   const int knn_k = int(ctx.cfg.get_int("filter.knn.k"));
@@ -186,6 +193,9 @@ void cluster_filter_main(ToolContext& ctx) {
     if (d.clusters && runs(d)) run_cluster_method(d.name);
   if (chosen_info.needs_features && fin.feats.width == 0)
     throw UsageError(cat(features, ": no /train/features for filter.method=", opt.method));
+  if (chosen_info.needs_dynamics && dynamics_file.empty())
+    throw UsageError(cat("filter.method=", opt.method, ": needs pretrain's training dynamics (",
+                         paths.dynamics(), " or --dynamics FILE; pretrain.dynamics: true)"));
   if (chosen_info.needs_probs && fin.probs.width == 0)
     throw UsageError(cat(features, ": no /train/probs for filter.method=", opt.method,
                          " (written by extract_features)"));
@@ -205,11 +215,41 @@ void cluster_filter_main(ToolContext& ctx) {
       if (d.method == m) return &d;
     return nullptr;
   };
+  // Training dynamics: the negated area under the margin (NaN: never trained, i.e. held out).
+  std::vector<float> neg_aum;
+  if (!dynamics_file.empty() && (runs(detector("dynamics")) || runs(consensus_info))) {
+    same_dataset(dynamics_file);
+    neg_aum = read_aum(dynamics_file, in.ids);
+    for (auto& v : neg_aum) v = -v;
+    Detection d;
+    d.method = "dynamics";
+    d.inputs = detector("dynamics").looks_at;
+    d.score = neg_aum;
+    // Unrecorded samples score the median (neither suspicious nor clean) so that the
+    // detector ranks every sample; the consensus leaves them out of this score instead.
+    std::vector<float> finite;
+    for (float v : neg_aum)
+      if (!std::isnan(v)) finite.push_back(v);
+    std::nth_element(finite.begin(), finite.begin() + finite.size() / 2, finite.end());
+    const float median = finite.empty() ? 0.0f : finite[finite.size() / 2];
+    for (auto& v : d.score)
+      if (std::isnan(v)) v = median;
+    if (!estimate.empty()) {
+      d.flag = flag_top_per_class(d.score, in.labels.data(), estimate.per_class);
+    } else {
+      d.flag.resize(d.score.size());
+      for (size_t i = 0; i < d.score.size(); ++i) d.flag[i] = d.score[i] > 0;  // AUM < 0
+    }
+    dets.push_back(std::move(d));
+  }
   if (runs(consensus_info) && find("knn") && find("confident")) {
     Detection d;
     d.method = "consensus";
     d.inputs = consensus_info.looks_at;
-    d.score = rank_average({&find("knn")->score, &find("confident")->score});
+    std::vector<const std::vector<float>*> scores = {&find("knn")->score,
+                                                     &find("confident")->score};
+    if (!neg_aum.empty()) scores.push_back(&neg_aum);
+    d.score = rank_average(scores);
     d.flag = flag_top_per_class(d.score, in.labels.data(), estimate.per_class);
     dets.push_back(std::move(d));
   }
@@ -302,6 +342,7 @@ void cluster_filter_main(ToolContext& ctx) {
     f.set_attr("/", "input", input);
     f.set_attr("/", "input_dataset", dataset);
     f.set_attr("/", "features", features);
+    f.set_attr("/", "dynamics", dynamics_file);
     if (opt.method == "knn") {
       f.set_attr("/", "knn_k", int64_t(knn_k));
       f.set_attr("/", "knn_threshold", knn_threshold);

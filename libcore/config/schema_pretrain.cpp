@@ -105,6 +105,10 @@ void add_pretrain_keys(ConfigSchema& s) {
               "noisy labels, is written as model_early.h5 and is what extract_features uses by "
               "default (0: no hold-out, no early model; docs/detection.md)",
               0.0, 0.5);
+  s.add_bool("pretrain.dynamics", true,
+             "record every training sample's margin (assigned logit minus the largest other) at "
+             "every epoch into dynamics.h5 beside the model: the training-dynamics detector's "
+             "input (4 bytes per sample per epoch; train/dynamics.hpp)");
 }
 
 }  // namespace sieve

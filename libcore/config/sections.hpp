@@ -32,6 +32,8 @@ struct RunPaths {
   // The model at the peak of held-out accuracy (pretrain.holdout > 0): the early-learning
   // checkpoint that extract_features uses by default (docs/detection.md).
   std::string early_model() const { return dir + "/pretrain/model_early.h5"; }
+  // Every training sample's margin at every epoch (pretrain.dynamics; train/dynamics.hpp).
+  std::string dynamics() const { return dir + "/pretrain/dynamics.h5"; }
   std::string features() const { return dir + "/features.h5"; }
   std::string embedding() const { return dir + "/embedding.h5"; }
   std::string filter() const { return dir + "/filter.h5"; }

@@ -9,5 +9,7 @@ inline constexpr const char* kCheckpoint = "sieve.checkpoint/1";
 inline constexpr const char* kFeatures = "sieve.features/1";
 inline constexpr const char* kEmbedding = "sieve.embedding/1";
 inline constexpr const char* kFilter = "sieve.filter/1";
+// pretrain/dynamics.h5: per-sample margins at every epoch (train/dynamics.hpp).
+inline constexpr const char* kDynamics = "sieve.dynamics/1";
 
 }  // namespace sieve::schema

@@ -358,6 +358,7 @@ TrainResult Trainer::run(bool resume) {
         int correct = 0;
         double loss = nn::softmax_cross_entropy(logits, b.y.data(), n, k, o_.label_smoothing,
                                                 dlogits.data(), &correct);
+        if (batch_hook_) batch_hook_(e, *chunks.data, chunks.parts[c], logits, k);
         const float scale = float(double(n) / double(B));
         for (auto& v : dlogits) v *= scale;
         if (c + 1 == chunks.parts.size()) reducer.arm();

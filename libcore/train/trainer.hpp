@@ -102,6 +102,13 @@ class Trainer {
   // pretrain uses it to evaluate its held-out part and keep the early-learning model.
   using EpochHook = std::function<void(int64_t epoch, Json& record)>;
   void set_epoch_hook(EpochHook hook) { epoch_hook_ = std::move(hook); }
+  // Called on every rank after each training micro-batch's forward pass: (epoch 0-based, the
+  // rows of `data` in the batch, their logits [rows, classes]). pretrain records the
+  // training dynamics with it (train/dynamics.hpp).
+  using BatchHook = std::function<void(int64_t epoch, const SplitData& data,
+                                       const std::vector<int64_t>& rows, const float* logits,
+                                       int classes)>;
+  void set_batch_hook(BatchHook hook) { batch_hook_ = std::move(hook); }
 
  private:
   void broadcast_state();    // parameters and BN buffers from rank 0
@@ -118,6 +125,7 @@ class Trainer {
   std::unique_ptr<GradSync> sync_;
   std::string ckpt_dir_, metrics_path_, config_yaml_;
   EpochHook epoch_hook_;
+  BatchHook batch_hook_;
 };
 
 // The signal flag (set by the SIGUSR1/SIGTERM handler that Trainer::run installs).

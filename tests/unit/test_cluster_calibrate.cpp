@@ -9,6 +9,7 @@
 #include "cluster/calibrate.hpp"
 #include "cluster/detect.hpp"
 #include "cluster/detectors.hpp"
+#include "cluster/inputs.hpp"
 #include "util/error.hpp"
 
 using namespace sieve;
@@ -117,4 +118,17 @@ TEST(ClusterCalibrate, RegistryKnowsEveryDetectorOnce) {
     EXPECT_NE(std::string(e.what()).find("filter.method"), std::string::npos) << e.what();
     EXPECT_NE(std::string(e.what()).find("consensus"), std::string::npos) << e.what();
   }
+}
+
+// The area under the margin over the recorded epochs (NaN = not recorded).
+TEST(ClusterCalibrate, AreaUnderTheMarginSkipsUnrecordedEpochs) {
+  const float nan = std::nanf("");
+  // 3 epochs x 3 samples: sample 0 always recorded, 1 in epochs 0 and 2, 2 never.
+  const std::vector<float> m = {1.0f, -2.0f, nan, 2.0f, nan, nan, 3.0f, 4.0f, nan};
+  const auto aum = area_under_margin(m, 3, 3);
+  ASSERT_EQ(aum.size(), 3u);
+  EXPECT_FLOAT_EQ(aum[0], 2.0f);
+  EXPECT_FLOAT_EQ(aum[1], 1.0f);
+  EXPECT_TRUE(std::isnan(aum[2]));
+  EXPECT_THROW(area_under_margin(m, 2, 3), Error);
 }
