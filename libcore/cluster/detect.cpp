@@ -149,6 +149,23 @@ DetectionScore score_detection(const Detection& d, const std::vector<uint8_t>& t
   std::vector<PrPoint> full;
   int64_t tp = 0;
   double prev_recall = 0.0;
+  // AUROC (Mann-Whitney): each noisy sample counts the clean ones scored below it, a tied
+  // group half of its own clean ones.
+  double pairs_right = 0;
+  int64_t clean_below = 0;
+  for (size_t i = n; i > 0;) {
+    size_t j = i;
+    int64_t noisy = 0, clean = 0;
+    while (j > 0 && d.score[order[j - 1]] == d.score[order[i - 1]]) {
+      (truth[order[j - 1]] != 0 ? noisy : clean) += 1;
+      --j;
+    }
+    pairs_right += double(noisy) * (double(clean_below) + 0.5 * double(clean));
+    clean_below += clean;
+    i = j;
+  }
+  const int64_t clean_total = int64_t(n) - s.truth;
+  s.auroc = clean_total > 0 ? pairs_right / (double(s.truth) * double(clean_total)) : 1.0;
   for (size_t i = 0; i < n;) {
     size_t j = i;
     while (j < n && d.score[order[j]] == d.score[order[i]]) tp += truth[order[j++]] != 0;

@@ -93,6 +93,7 @@ struct DetectionScore {
   int64_t flagged = 0, truth = 0, hits = 0;
   double precision = 0, recall = 0, f1 = 0;
   double average_precision = 0;  // area under the step PR curve over the score
+  double auroc = 0;  // P(a noisy sample scores above a clean one), ties counting half
   std::vector<PrPoint> curve;    // at most `max_points`, recall ascending
 };
 

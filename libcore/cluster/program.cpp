@@ -57,6 +57,7 @@ void write_detector(h5::File& f, const Detection& d, const DetectionScore* s) {
   f.set_attr(g, "recall", s->recall);
   f.set_attr(g, "f1", s->f1);
   f.set_attr(g, "average_precision", s->average_precision);
+  f.set_attr(g, "auroc", s->auroc);
   f.set_attr(g, "hits", s->hits);
   f.set_attr(g, "truth", s->truth);
   std::vector<float> pr;
@@ -292,7 +293,8 @@ void cluster_filter_main(ToolContext& ctx) {
     scores.push_back(score_detection(d, truth_flags));
     const auto& s = scores.back();
     log::infof("detector ", d.method, " vs ground truth: precision ", s.precision, ", recall ",
-               s.recall, ", F1 ", s.f1, ", average precision ", s.average_precision, " (", s.hits,
+               s.recall, ", F1 ", s.f1, ", average precision ", s.average_precision, ", AUROC ",
+               s.auroc, " (", s.hits,
                " of ", s.flagged, " flagged are noise; ", s.truth, " noisy)");
   }
 

@@ -148,6 +148,8 @@ TEST(ClusterDetect, ScoringCountsTiesTogetherAndThinsTheCurve) {
   EXPECT_DOUBLE_EQ(s.curve[1].recall, 2.0 / 3);
   EXPECT_FLOAT_EQ(s.curve[1].threshold, 0.8f);
   EXPECT_DOUBLE_EQ(s.average_precision, 1.0 / 3 + (2.0 / 3) / 3 + 0.75 / 3);
+  // AUROC: clean samples below each noisy one, a tie counting half: 3 + 2.5 + 2 of 3 x 3.
+  EXPECT_DOUBLE_EQ(s.auroc, 7.5 / 9);
   // Thinning keeps the first and last points.
   DetectionScore thin = score_detection(d, truth, 3);
   ASSERT_EQ(thin.curve.size(), 3u);
