@@ -2,6 +2,7 @@
 
 #include <climits>
 #include <cstdlib>
+#include <unistd.h>
 
 namespace sieve {
 
@@ -32,6 +33,26 @@ void Comm::bcast_string(std::string& s, int root) const {
   bcast(&n, 1, root);
   s.resize(size_t(n));
   bcast(s.data(), s.size(), root);
+}
+
+std::string describe_placement(const Comm& comm) {
+  if (comm.size() == 1) return "";
+  const int nodes = comm.allreduce_sum(comm.local_rank() == 0 ? 1 : 0);
+  if (nodes == 1) return "";
+  char host[256] = {};
+  if (gethostname(host, sizeof host - 1) != 0) host[0] = '?';
+  const std::string mine = cat(host, " (node rank ", comm.local_rank(), ")");
+  const std::vector<int> lens = comm.allgather<int>(int(mine.size()));
+  const std::vector<char> all = comm.allgatherv(std::vector<char>(mine.begin(), mine.end()));
+  constexpr int kListed = 16;
+  std::string out = cat(comm.size(), " ranks on ", nodes, " nodes:");
+  size_t at = 0;
+  for (int r = 0; r < comm.size() && r < kListed; ++r) {
+    out += cat(r ? ", " : " ", "rank ", r, " on ", std::string(all.data() + at, size_t(lens[r])));
+    at += size_t(lens[r]);
+  }
+  if (comm.size() > kListed) out += ", ...";
+  return out;
 }
 
 void agree_on_error(const Comm& comm, const std::string& error, int code) {

@@ -152,6 +152,11 @@ class MpiSession {
 // tool runner prints it once and all ranks exit cleanly), or a UsageError for `code` 2.
 void agree_on_error(const Comm& comm, const std::string& error, int code = 1);
 
+// Where the ranks run, when they span several nodes (collective; "" on one node):
+// "2 ranks on 2 nodes: rank 0 on n1 (node rank 0), rank 1 on n2 (node rank 0)", the first 16
+// ranks listed. The tools log it, so a multi-node job's log shows its placement.
+std::string describe_placement(const Comm& comm);
+
 // Run `fn` on rank 0 only (a write only rank 0 does) and agree on its outcome: an Error on
 // rank 0 is raised on every rank, instead of leaving the others waiting in the next
 // collective until the job is aborted.

@@ -261,6 +261,9 @@ int run_tool(int argc, char** argv, const ToolSpec& spec, const FlagAdder& add_f
   if (comm.size() > 1) MPI_Comm_dup(comm.raw(), &verdict_comm);
   int code = 0;
   std::string message;
+  // A job across nodes logs where each rank runs: hostnames and node-local ranks are what
+  // a wrong placement (two ranks on one node, a node missing) shows up in.
+  if (const std::string where = describe_placement(comm); !where.empty()) log::info(where);
   const NewDirs new_dirs(ctx);
   try {
     body(ctx);

@@ -27,6 +27,16 @@ TEST(Comm, CollectivesAgreeWithSerialArithmetic) {
   EXPECT_EQ(total, 1001);
 }
 
+// mpiexec here starts every rank on this one host: no placement line, so single-node runs
+// log nothing new. The two-node case (a line naming both hosts, node rank 0 on each) is
+// tests/slurm/two_nodes.sh, on a real second node.
+TEST(Comm, PlacementIsSilentWhenAllRanksShareANode) {
+  Comm world = Comm::world();
+  EXPECT_EQ(world.local_size(), world.size());
+  EXPECT_EQ(world.local_rank(), world.rank());
+  EXPECT_EQ(describe_placement(world), "");
+}
+
 TEST(ParallelH5, EveryRankWritesItsBlockCollectively) {
   Comm world = Comm::world();
   std::string dir = test::scratch_dir("parallel_h5");
