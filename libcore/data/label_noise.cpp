@@ -134,12 +134,17 @@ class LabelNoiseSource final : public Source {
       for (int64_t r : cand) y.push_back(sc.labels[size_t(r)]);
       QuickModel q;
       if (model) {
-        std::vector<float> x(cand.size() * size_t(sc.d));
-        std::vector<uint8_t> fold(cand.size());
-        for (size_t j = 0; j < cand.size(); ++j) {
-          std::copy_n(sc.x.data() + cand[j] * sc.d, sc.d, x.data() + j * size_t(sc.d));
-          fold[j] = uint8_t(hash3(seed_, uint64_t(cand[j]), 3) % kFolds);
+        std::vector<float> x;
+        if (int64_t(cand.size()) == n) {
+          x = std::move(sc.x);  // every row a candidate: no copy
+        } else {
+          x.resize(cand.size() * size_t(sc.d));
+          for (size_t j = 0; j < cand.size(); ++j)
+            std::copy_n(sc.x.data() + cand[j] * sc.d, sc.d, x.data() + j * size_t(sc.d));
+          sc.x = {};
         }
+        std::vector<uint8_t> fold(cand.size());
+        for (size_t j = 0; j < cand.size(); ++j) fold[j] = uint8_t(hash3(seed_, uint64_t(cand[j]), 3) % kFolds);
         q = cross_fit_lda(x, sc.d, y, fold, C);
         const PooledShape ps = pooled_shape(meta_);
         model_note = cat("; quick model: LDA on ",

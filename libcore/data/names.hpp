@@ -19,9 +19,9 @@ inline std::string images_path(Split s) { return std::string("/") + split_name(s
 inline std::string features_path(Split s) { return std::string("/") + split_name(s) + "/features"; }
 inline std::string labels_path(Split s) { return std::string("/") + split_name(s) + "/labels"; }
 inline std::string sample_id_path(Split s) { return std::string("/") + split_name(s) + "/sample_id"; }
-// Synthetic only: 1 = injected label noise or outlier (the contract of formats.md).
+// Synthetic data or data.label_noise: 1 = injected label noise or outlier (formats.md).
 inline std::string noise_truth_path(Split s) { return std::string("/") + split_name(s) + "/noise_truth"; }
-// Synthetic only, an extra beside noise_truth: 0 clean, 1 label noise, 2 outlier image.
+// Beside noise_truth, an extra: 0 clean, 1 label noise, 2 outlier image.
 inline std::string noise_kind_path(Split s) { return std::string("/") + split_name(s) + "/noise_kind"; }
 // Where noise is injected (synthetic, data.label_noise): the label before any flip.
 inline std::string clean_labels_path(Split s) { return std::string("/") + split_name(s) + "/clean_labels"; }
