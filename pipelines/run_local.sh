@@ -12,18 +12,20 @@
 #   --set k=v     config override given to every stage (repeatable)
 #
 # A re-run skips the stages whose outputs are complete and current: the stage finished
-# (<run.dir>/logs/<stage>.done), its config sections and the stage before it are unchanged,
-# and its outputs are the files it wrote. A training stage that was interrupted continues
-# from its checkpoint (--resume) when its config is unchanged; everything after a stage that
-# runs runs too. Stages and their order come from pipelines/stages.sh (the same graph the
-# Slurm submitter uses). Each stage's log is <run.dir>/logs/<stage>.log; a failing stage
-# stops the run and its log is named.
+# (<run.dir>/logs/<stage>.done), the config sections it reads and the files it reads (the
+# outputs of earlier stages; for shard, the source at data.path: size and mtime) are
+# unchanged, and its outputs are the files it wrote. A stage that runs rewrites its outputs,
+# so the stages that read them run too. A training stage that was interrupted continues
+# from its checkpoint (--resume) when its key is unchanged. Stages, the sections they read
+# and their inputs come from pipelines/stages.sh (the same graph the Slurm submitter uses).
+# Each stage's log is <run.dir>/logs/<stage>.log; a failing stage stops the run and its log
+# is named.
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 . "$here/../scripts/env.sh"
 . "$here/stages.sh"
 
-usage() { sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//'; }
 need_value() { [ $# -ge 2 ] || { echo "run_local: $1 needs a value (see --help)" >&2; exit 2; }; }
 cfg=() np=2 from="" only="" sets=() force=0
 while [ $# -gt 0 ]; do
@@ -68,19 +70,19 @@ run_stage_cmd() {  # stage, log, command...
 }
 
 # --- Which stages are current -------------------------------------------------------
-# A stage's key: its program, the config sections it and the stages before it read, and the
-# previous stage's record (so a stage that re-ran makes every later one re-run).
+# A stage's key (pipelines/stages.sh): its program, exactly the config sections it reads
+# (SIEVE_STAGE_CONFIG), and the fingerprints (path, size, mtime) of the files it reads: the
+# outputs of its input stages (SIEVE_STAGE_INPUTS) or, for shard, the source file or
+# directory named by data.path. A stage that re-ran rewrote its outputs, so every stage
+# reading them re-runs; a change to one section re-runs only the stages that read it.
 resolved="$(shard_dataset "${cfg[@]}" "${sets[@]}" --get .)"
-sections_of() {  # the config sections a stage's outputs depend on (cumulative)
-  case "$1" in
-    shard) echo "run data" ;;
-    pretrain) echo "run data pretrain" ;;
-    features) echo "run data pretrain features" ;;
-    embed) echo "run data pretrain features embed" ;;
-    filter) echo "run data pretrain features embed filter" ;;
-    sweep) echo "run data pretrain features embed filter scaled" ;;
-    report) echo "run data pretrain features embed filter scaled report" ;;
-  esac
+config_part() {  # SECTION or SECTION.KEY: its lines in the resolved config
+  local sec="${1%%.*}" key=""
+  [ "$sec" = "$1" ] || key="${1#*.}"
+  # A top-level section: its line and the indented ones after it; a key: its line in the
+  # section and the more indented ones after it.
+  printf '%s\n' "$resolved" | awk -v s="$sec" '/^[^ #]/ { on = ($0 ~ "^" s ":") } on' |
+    if [ -z "$key" ]; then cat; else awk -v k="$key" '/^  [^ ]/ { on = ($0 ~ "^  " k ":") } on'; fi
 }
 outputs_of() {  # the files a finished stage leaves (as the tools name them in run.dir)
   case "$1" in
@@ -93,22 +95,45 @@ outputs_of() {  # the files a finished stage leaves (as the tools name them in r
     report) echo "$run_dir/report/index.html" ;;
   esac
 }
-stage_key() {  # stage previous_stage
-  local s out=""
-  for s in $(sections_of "$1"); do
-    # A top-level section of the resolved config: its line and the indented ones after it.
-    out+="$(printf '%s\n' "$resolved" | awk -v s="$s" '/^[^ #]/ { on = ($0 ~ "^" s ":") } on')"$'\n'
-  done
-  out+="[program] ${SIEVE_STAGE_TOOL[$1]} sweep_runs=$sweep_n"$'\n'
-  [ -n "$2" ] && [ -f "$run_dir/logs/$2.done" ] && out+="[after] $(cat "$run_dir/logs/$2.done")"
-  printf '%s' "$out" | sha256sum | cut -d' ' -f1
+optional_outputs_of() {  # outputs a stage leaves only with some settings (data.shards, holdout)
+  case "$1" in
+    shard) compgen -G "$run_dir/dataset.shard-*.h5" || true ;;
+    pretrain) [ ! -f "$run_dir/pretrain/model_early.h5" ] || echo "$run_dir/pretrain/model_early.h5" ;;
+  esac
 }
 outputs_record() {  # stage: "path size mtime" of each output, or fails if one is missing
   local f
   while read -r f; do
     [ -f "$f" ] || return 1
-    stat -c '%n %s %Y' "$f"
+    stat -c '%n %s %.9Y' "$f"
   done < <(outputs_of "$1")
+  while read -r f; do
+    [ -z "$f" ] || stat -c '%n %s %.9Y' "$f"
+  done < <(optional_outputs_of "$1")
+}
+source_record() {  # shard's input: data.path (a file, or a directory of files) as read now
+  local src path
+  src="$(printf '%s\n' "$resolved" | awk '/^data:/ { on = 1; next } /^[^ ]/ { on = 0 } on && /^  source:/ { print $2 }')"
+  [ "$src" = synthetic ] && return 0
+  path="$(sieve_config_value data.path "${cfg[@]}" "${sets[@]}")"
+  if [ -d "$path" ]; then
+    printf '[source] %s %s\n' "$path" "$(cd "$path" && find -L . -type f -printf '%P %s %T@\n' | LC_ALL=C sort | sha256sum)"
+  elif [ -e "$path" ]; then
+    printf '[source] %s\n' "$(stat -L -c '%n %s %.9Y' "$path")"
+  else
+    printf '[source] %s missing\n' "$path"
+  fi
+}
+stage_key() {  # stage
+  local part inp out="[program] ${SIEVE_STAGE_TOOL[$1]}"$'\n'
+  for part in ${SIEVE_STAGE_CONFIG[$1]}; do
+    out+="[config $part]"$'\n'"$(config_part "$part")"$'\n'
+  done
+  [ "$1" = shard ] && out+="$(source_record)"$'\n'
+  for inp in ${SIEVE_STAGE_INPUTS[$1]}; do
+    out+="[input $inp]"$'\n'"$(outputs_record "$inp" || echo missing)"$'\n'
+  done
+  printf '%s' "$out" | sha256sum | cut -d' ' -f1
 }
 is_current() {  # stage key
   local done_file="$run_dir/logs/$1.done" rec
@@ -118,22 +143,18 @@ is_current() {  # stage key
 }
 
 sweep_n="$(train_scaled "${cfg[@]}" "${sets[@]}" --sweep-size)"
-prev="" rerun_rest=0
 for stage in "${SIEVE_STAGES[@]}"; do
-  this_prev="$prev"
-  prev="$stage"
   if [ -n "$only" ] && [ "$stage" != "$only" ]; then continue; fi
   if [ -n "$from" ] && [ $started -eq 0 ] && [ "$stage" != "$from" ]; then continue; fi
   started=1
   tool="${SIEVE_STAGE_TOOL[$stage]}"
   log="$run_dir/logs/$stage.log"
-  key="$(stage_key "$stage" "$this_prev")"
-  if [ $force -eq 0 ] && [ -z "$only" ] && [ -z "$from" ] && [ $rerun_rest -eq 0 ] && is_current "$stage" "$key"; then
+  key="$(stage_key "$stage")"
+  if [ $force -eq 0 ] && [ -z "$only" ] && [ -z "$from" ] && is_current "$stage" "$key"; then
     echo "run_local: [$stage] current (outputs, config and inputs unchanged): skipped"
     summary+=("$(printf '%-10s %-18s %8s' "$stage" "$tool" skipped)")
     continue
   fi
-  rerun_rest=1
   # An interrupted training stage with the same key continues from its checkpoints.
   mode=(--overwrite)
   if [ "${SIEVE_STAGE_TRAINS[$stage]}" = 1 ] && [ $force -eq 0 ] && [ -f "$run_dir/logs/$stage.started" ] &&

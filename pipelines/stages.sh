@@ -28,6 +28,23 @@ declare -A SIEVE_STAGE_TRAINS=(
   [shard]=0 [pretrain]=1 [features]=0 [embed]=0 [filter]=0 [sweep]=1 [report]=0
 )
 
+# What a stage's outputs depend on, for the local runner's "is this stage current" check
+# (pipelines/run_local.sh): the config it reads and the files it reads.
+#   SIEVE_STAGE_CONFIG : the config sections (or single keys) its program reads, and no
+#                        more: a change elsewhere (e.g. scaled.sweep) leaves it current
+#   SIEVE_STAGE_INPUTS : the stages whose outputs it reads; shard reads the source named by
+#                        data.path instead (its size and mtime are part of shard's key)
+declare -A SIEVE_STAGE_CONFIG=(
+  [shard]="run.seed data" [pretrain]="run.seed data pretrain" [features]="features"
+  [embed]="run.seed embed" [filter]="run.seed filter" [sweep]="run.seed data scaled"
+  [report]="run.name data scaled report"
+)
+declare -A SIEVE_STAGE_INPUTS=(
+  [shard]="" [pretrain]="shard" [features]="shard pretrain" [embed]="features"
+  [filter]="shard features embed" [sweep]="shard filter"
+  [report]="shard pretrain features embed filter sweep"
+)
+
 # sieve_stage_args STAGE: extra arguments a stage always gets.
 sieve_stage_args() {
   case "$1" in
