@@ -30,7 +30,7 @@ class MemorySource final : public Source {
     meta_.height = meta_.width = 8;
     meta_.channels = 1;
     meta_.num_classes = classes;
-    for (int64_t c = 0; c < classes; ++c) meta_.class_names.push_back("c" + std::to_string(c));
+    for (int64_t c = 0; c < classes; ++c) meta_.class_names.push_back(cat("c", c));
   }
   const DatasetMeta& meta() const override { return meta_; }
   void produce(Split, int64_t row0, int64_t count, const Rows& out) const override {
@@ -222,8 +222,9 @@ TEST(DataLabelNoise, QuickModelSeparatesTheLookAlikePairFromTheRest) {
   // Classes 0 and 3 are told apart from everything; 1 and 2 only from the others.
   for (int a = 0; a < 4; ++a)
     for (int b = 0; b < 4; ++b)
-      if (a != b && !((a == 1 && b == 2) || (a == 2 && b == 1)))
+      if (a != b && !((a == 1 && b == 2) || (a == 2 && b == 1))) {
         EXPECT_EQ(q.confusion[size_t(a * 4 + b)], 0) << a << "->" << b;
+      }
   EXPECT_GT(q.confusion[1 * 4 + 2] + q.confusion[2 * 4 + 1], 20);
   const auto partner = most_confused(q, im.labels);
   EXPECT_EQ(partner[1], 2);
@@ -280,18 +281,17 @@ TEST(DataLabelNoise, ToolSameFlipsOnAnyRankCount) {
 }
 
 // On synthetic data the injected flips come on top of the generator's own noise, among the
-// rows it left clean: the truth is the union.
+// rows it left clean: the truth is the union. The same on 2 ranks.
 TEST(DataLabelNoise, ToolSyntheticTruthIsTheUnion) {
   std::string dir = test::scratch_dir("data_label_noise_synth");
   std::string out;
-  ASSERT_EQ(shard(cat("--set data.synthetic.train_per_class=60 --set data.synthetic.test_per_class=2 ",
-                      "--set data.synthetic.height=12 --set data.synthetic.width=12 ",
-                      "--set data.label_noise.rate=0.2 --set data.label_noise.kind=pairwise -o ", dir,
-                      "/s.h5"),
-                  &out),
-            0)
-      << out;
+  const std::string args = cat("--set data.synthetic.train_per_class=60 --set data.synthetic.test_per_class=2 ",
+                               "--set data.synthetic.height=12 --set data.synthetic.width=12 ",
+                               "--set data.label_noise.rate=0.2 --set data.label_noise.kind=pairwise -o ", dir);
+  ASSERT_EQ(shard(args + "/s.h5", &out), 0) << out;
+  ASSERT_EQ(shard(args + "/s2.h5", &out, 2), 0) << out;
   h5::File f = h5::File::open(dir + "/s.h5");
+  EXPECT_EQ(h5::File::open(dir + "/s2.h5").read_all<int32_t>("/train/labels"), f.read_all<int32_t>("/train/labels"));
   const auto labels = f.read_all<int32_t>("/train/labels"), clean = f.read_all<int32_t>("/train/clean_labels");
   const auto truth = f.read_all<uint8_t>("/train/noise_truth"), kind = f.read_all<uint8_t>("/train/noise_kind");
   const auto pairs = f.attr_ints("/", "label_noise_pairs");
