@@ -158,26 +158,32 @@ QuickModel cross_fit_lda(const std::vector<float>& x, int64_t d, const std::vect
       z[size_t(r * d + i)] =
           sd[size_t(i)] > 1e-12 ? (x[size_t(r * d + i)] - mean[size_t(i)]) / sd[size_t(i)] : 0.0;
 
-  // One pass for the sums of every fold; fold f's model is fitted on all the others
-  // (all rows minus fold f), so the folds cost one Gram matrix in all.
+  // The sums of every fold (each fold's summed in row order by one thread, so the result
+  // does not depend on the thread count); fold f's model is fitted on all the others (all
+  // rows minus fold f), so the folds cost one Gram matrix in all.
   const int folds = 1 + *std::max_element(fold.begin(), fold.end());
   std::vector<Sums> per(size_t(folds), Sums(d, classes));
-  Sums total(d, classes);
-  for (int64_t r = 0; r < n; ++r) {
-    Sums& s = per[fold[size_t(r)]];
-    const double* zr = z.data() + r * d;
-    const int64_t y = labels[size_t(r)];
-    for (int64_t i = 0; i < d; ++i) {
-      const double zi = zr[i];
-      double* g = s.G.data() + i * d;
-      for (int64_t j = 0; j <= i; ++j) g[j] += zi * zr[j];
-      s.M[size_t(i * classes + y)] += zi;
+#pragma omp parallel for schedule(dynamic, 1)
+  for (int f = 0; f < folds; ++f) {
+    Sums& s = per[size_t(f)];
+    for (int64_t r = 0; r < n; ++r) {
+      if (fold[size_t(r)] != f) continue;
+      const double* zr = z.data() + r * d;
+      const int64_t y = labels[size_t(r)];
+      for (int64_t i = 0; i < d; ++i) {
+        const double zi = zr[i];
+        double* g = s.G.data() + i * d;
+        for (int64_t j = 0; j <= i; ++j) g[j] += zi * zr[j];
+        s.M[size_t(i * classes + y)] += zi;
+      }
+      s.count[size_t(y)] += 1;
     }
-    s.count[size_t(y)] += 1;
   }
+  Sums total(d, classes);
   for (auto& s : per) total.add(s, 1.0);
   std::vector<Linear> models(static_cast<size_t>(folds));
   const Linear all = lda(total, d, classes);
+#pragma omp parallel for schedule(dynamic, 1)
   for (int f = 0; f < folds; ++f) {
     double rest = 0;
     for (int64_t c = 0; c < classes; ++c) rest += total.count[size_t(c)] - per[size_t(f)].count[size_t(c)];
@@ -193,7 +199,8 @@ QuickModel cross_fit_lda(const std::vector<float>& x, int64_t d, const std::vect
   q.classes = classes;
   q.scores.resize(size_t(n * classes));
   q.confusion.assign(size_t(classes * classes), 0);
-  int64_t right = 0;
+  std::vector<int32_t> pred(static_cast<size_t>(n));
+#pragma omp parallel for schedule(static)
   for (int64_t r = 0; r < n; ++r) {
     const Linear& M = models[fold[size_t(r)]];
     float* s = q.scores.data() + r * classes;
@@ -204,8 +211,12 @@ QuickModel cross_fit_lda(const std::vector<float>& x, int64_t d, const std::vect
       s[c] = float(v);
       if (s[c] > s[best]) best = c;
     }
-    ++q.confusion[size_t(labels[size_t(r)] * classes + best)];
-    right += best == labels[size_t(r)];
+    pred[size_t(r)] = int32_t(best);
+  }
+  int64_t right = 0;
+  for (int64_t r = 0; r < n; ++r) {
+    ++q.confusion[size_t(labels[size_t(r)] * classes + pred[size_t(r)])];
+    right += pred[size_t(r)] == labels[size_t(r)];
   }
   q.accuracy = double(right) / double(n);
   return q;

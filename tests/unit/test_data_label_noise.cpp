@@ -2,6 +2,7 @@
 // constructed images whose answer is known (a look-alike class pair, two overlapping classes
 // with a known ambiguous band), then through shard_dataset (ranks, synthetic data, config).
 #include <gtest/gtest.h>
+#include <omp.h>
 
 #include <algorithm>
 #include <cmath>
@@ -229,6 +230,14 @@ TEST(DataLabelNoise, QuickModelSeparatesTheLookAlikePairFromTheRest) {
   const auto partner = most_confused(q, im.labels);
   EXPECT_EQ(partner[1], 2);
   EXPECT_EQ(partner[2], 1);
+  // The folds' sums and models run on threads: the same scores, bit for bit, on any number.
+  for (size_t i = 0; i < fold.size(); ++i) fold[i] = uint8_t(i % 5);
+  const int threads = omp_get_max_threads();
+  omp_set_num_threads(1);
+  const QuickModel one = cross_fit_lda(x, 64, im.labels, fold, 4);
+  omp_set_num_threads(3);
+  EXPECT_EQ(cross_fit_lda(x, 64, im.labels, fold, 4).scores, one.scores);
+  omp_set_num_threads(threads);
 }
 
 TEST(DataLabelNoise, ConfigFormsOldShorthandAndMap) {
