@@ -52,6 +52,13 @@ done
 
 run_dir="$(sieve_config_value run.dir "${cfg[@]}" "${sets[@]}")"
 mkdir -p "$run_dir/logs"
+# One pipeline per run directory: a second run_local.sh on the same run.dir is refused
+# (flock: released when this shell and its children end, so a killed run leaves no stale
+# lock). The file names the holder for the message.
+lock="$run_dir/.run_local.lock"
+exec 9>>"$lock"
+flock -n 9 || { echo "run_local: $lock: another pipeline runs in $run_dir: $(cat "$lock" 2>/dev/null || echo unknown) (wait for it to end)" >&2; exit 1; }
+echo "host=$(hostname) pid=$$ start=$(date -u +%Y-%m-%dT%H:%M:%SZ) tool=run_local" >"$lock"
 mpirun_cmd=(mpirun -n "$np")
 started=0
 declare -a summary=()

@@ -1,6 +1,5 @@
 #include "config/tool.hpp"
 
-#include "io/atomic_output.hpp"
 #include <omp.h>
 
 #include <cstdio>
@@ -15,6 +14,7 @@
 #include "config/key_path.hpp"
 #include "config/sections.hpp"
 #include "io/atomic_output.hpp"
+#include "io/cleanup.hpp"
 #include "util/log.hpp"
 #include "util/threads.hpp"
 #include "util/trace.hpp"
@@ -48,64 +48,13 @@ void share_cores(const Comm& comm) {
   set_blas_threads(threads);
 }
 
-// Directories a failed stage created and left empty (pretrain/checkpoints, sweep/run-N,
-// a new run.dir) are removed, so that a failed stage leaves nothing behind. Rank 0 notes
-// which directories exist below the nearest existing ancestor of run.dir and of the
-// directories named by --output / --sweep-dir before the body runs; after a failure it
-// removes the empty ones that were not there, deepest first (rmdir never removes a
-// directory that is not empty, so a concurrent job's files are safe).
-class NewDirs {
- public:
-  NewDirs(const ToolContext& ctx) {
-    if (!ctx.comm.is_root()) return;
-    std::vector<fs::path> candidates;
-    try {
-      candidates.push_back(run_paths(ctx.cfg).dir);
-    } catch (const Error&) {
-    }
-    for (const char* f : {"output", "sweep-dir"})
-      if (ctx.flags.count(f)) {
-        fs::path p = ctx.flag(f);
-        candidates.push_back(p.has_parent_path() ? p.parent_path() : fs::path("."));
-        if (std::string(f) == "sweep-dir") candidates.push_back(p);
-      }
-    std::error_code ec;
-    for (fs::path p : candidates) {
-      if (p.empty()) continue;
-      p = fs::absolute(p, ec);
-      while (!p.empty() && !fs::is_directory(p, ec) && p.has_parent_path() && p != p.parent_path())
-        p = p.parent_path();
-      if (p.empty() || p == p.root_path()) continue;
-      roots_.push_back(p);
-      before_.insert(p.string());
-      for (auto it = fs::recursive_directory_iterator(p, ec); !ec && it != fs::end(it); it.increment(ec)) {
-        if (it.depth() >= kDepth) it.disable_recursion_pending();
-        if (it->is_directory(ec) && !it->is_symlink(ec)) before_.insert(it->path().string());
-      }
-    }
-  }
-  void remove_new_empty() const {
-    std::vector<fs::path> fresh;
-    std::error_code ec;
-    for (const auto& r : roots_)
-      for (auto it = fs::recursive_directory_iterator(r, ec); !ec && it != fs::end(it); it.increment(ec)) {
-        if (it.depth() >= kDepth) it.disable_recursion_pending();
-        if (it->is_directory(ec) && !it->is_symlink(ec) && !before_.count(it->path().string()))
-          fresh.push_back(it->path());
-      }
-    // Deepest first, so that a parent emptied by removing its children goes too.
-    std::sort(fresh.begin(), fresh.end(), [](const fs::path& a, const fs::path& b) {
-      return a.string().size() > b.string().size();
-    });
-    for (const auto& d : fresh)
-      if (fs::is_empty(d, ec)) fs::remove(d, ec);
-  }
-
- private:
-  static constexpr int kDepth = 4;
-  std::vector<fs::path> roots_;
-  std::set<std::string> before_;
-};
+// Directories a failed stage created and left empty (pretrain/checkpoints, sweep/run-N, a
+// new run.dir) are removed, so that a failed stage leaves nothing behind: only those this
+// process made itself (every directory creation goes through cleanup::make_dirs, which
+// records them) and that are still empty, never one another process made meanwhile.
+void remove_new_empty_dirs() {
+  cleanup::remove_made_empty_dirs();
+}
 
 // How long a failed rank waits for the others to report the same failure before it ends
 // the job: errors that every rank reaches arrive within moments of each other.
@@ -155,6 +104,9 @@ int run_tool(int argc, char** argv, const ToolSpec& spec, const FlagAdder& add_f
   log::set_rank(comm.rank(), comm.size());
   log::set_tool_name(spec.name);
   share_cores(comm);
+  // SIGINT/SIGTERM/SIGHUP remove this process's temporaries, then end it as the signal
+  // would (a trainer's SIGTERM checkpoint handler replaces this one while it trains).
+  cleanup::install_signal_handlers();
 
   po::options_description common("Common options");
   // clang-format off
@@ -264,7 +216,6 @@ int run_tool(int argc, char** argv, const ToolSpec& spec, const FlagAdder& add_f
   // A job across nodes logs where each rank runs: hostnames and node-local ranks are what
   // a wrong placement (two ranks on one node, a node missing) shows up in.
   if (const std::string where = describe_placement(comm); !where.empty()) log::info(where);
-  const NewDirs new_dirs(ctx);
   try {
     body(ctx);
   } catch (const Error& e) {
@@ -281,7 +232,7 @@ int run_tool(int argc, char** argv, const ToolSpec& spec, const FlagAdder& add_f
   if (comm.size() == 1) {
     if (code != 0) {
       log::error(message);
-      new_dirs.remove_new_empty();
+      remove_new_empty_dirs();
     }
     return code;
   }
@@ -291,11 +242,11 @@ int run_tool(int argc, char** argv, const ToolSpec& spec, const FlagAdder& add_f
     // one line from the lowest failed rank, and every rank exits normally with the code.
     if (all_ranks) {
       if (comm.rank() == first_failed_rank(verdict_comm, comm, code)) log::error(message, false);
-      if (comm.is_root()) new_dirs.remove_new_empty();
+      if (comm.is_root()) remove_new_empty_dirs();
     } else {
       // Only this rank failed; the others are blocked in a collective: end the job.
       log::error(message);
-      if (comm.is_root()) new_dirs.remove_new_empty();
+      if (comm.is_root()) remove_new_empty_dirs();
       comm.abort(code);
     }
   }

@@ -6,6 +6,7 @@
 #include "config/sections.hpp"
 #include "data/source.hpp"
 #include "data/writer.hpp"
+#include "io/cleanup.hpp"
 #include "util/log.hpp"
 
 namespace sieve::data {
@@ -47,7 +48,7 @@ void run_shard_dataset(ToolContext& ctx) {
   if (!ctx.has_flag("output"))
     on_root_agreed(comm, [&] {
       std::error_code ec;
-      std::filesystem::create_directories(run_paths(ctx.cfg).dir, ec);
+      cleanup::make_dirs(run_paths(ctx.cfg).dir, ec);  // recorded: removed again if it fails
       if (ec) throw Error(cat(run_paths(ctx.cfg).dir, ": cannot create the run directory: ", ec.message()));
     });
   // Fail on unusable outputs before reading any input.

@@ -11,7 +11,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include "io/cleanup.hpp"
 #include "io/h5.hpp"
+#include "io/output_set.hpp"
 #include "util/error.hpp"
 
 namespace fs = std::filesystem;
@@ -121,15 +123,19 @@ namespace {
 std::mutex g_names_mutex;
 std::vector<std::pair<std::string, std::string>> g_names;
 
-void register_output_name(const std::string& tmp, const std::string& final_path) {
+}  // namespace
+
+void name_output(const std::string& tmp, const std::string& final_path) {
   std::lock_guard<std::mutex> lock(g_names_mutex);
   g_names.emplace_back(tmp, final_path);
 }
-}  // namespace
 
 std::string name_outputs_in(std::string message) {
   std::lock_guard<std::mutex> lock(g_names_mutex);
-  for (const auto& [tmp, final_path] : g_names) {
+  // Newest first: a temporary inside a staging directory (OutputSet) is named as the staged
+  // file before the staging directory is named as the final one.
+  for (auto it = g_names.rbegin(); it != g_names.rend(); ++it) {
+    const auto& [tmp, final_path] = *it;
     // A file inside an output directory ("report/.tmp/x.png") is named inside the final one.
     for (size_t at = message.find(tmp); at != std::string::npos; at = message.find(tmp, at + 1)) {
       const bool inside = at + tmp.size() < message.size() && message[at + tmp.size()] == '/';
@@ -149,6 +155,13 @@ AtomicOutput::AtomicOutput(std::string final_path, bool overwrite, const Comm& c
   if (comm_.is_root()) {
     try {
       check_output_path(final_, overwrite, kind_, inputs);
+      // One writer per output: a stage lock of this process may already cover it.
+      if (!lock_covers(final_)) {
+        fs::path p(final_);
+        lock_ = std::make_unique<LockFile>(
+            (p.parent_path() / cat(".", p.filename().string(), ".lock")).string(),
+            cat("writer of ", p.filename().string()));
+      }
     } catch (const Error& e) {
       err = e.what();
       code = e.exit_code();
@@ -162,11 +175,14 @@ AtomicOutput::AtomicOutput(std::string final_path, bool overwrite, const Comm& c
   }
   fs::path p(final_);
   std::string tmp;
-  if (comm_.is_root())
-    tmp = (p.parent_path() / cat(".", p.filename().string(), ".tmp-", getpid())).string();
+  if (comm_.is_root()) {
+    cleanup::sweep_orphans(p.parent_path().string());
+    tmp = (p.parent_path() / cat(".", p.filename().string(), ".tmp", cleanup::tmp_suffix())).string();
+    cleanup::add(tmp);  // removed on SIGINT/SIGTERM too
+  }
   comm_.bcast_string(tmp);
   tmp_ = tmp;
-  register_output_name(tmp_, final_);
+  name_output(tmp_, final_);
   if (is_dir_ && comm_.is_root()) fs::create_directories(tmp_);
   comm_.barrier();
 }
@@ -175,6 +191,7 @@ AtomicOutput::~AtomicOutput() {
   if (committed_ || !comm_.is_root()) return;
   std::error_code ec;
   fs::remove_all(tmp_, ec);
+  cleanup::forget(tmp_);
 }
 
 void AtomicOutput::commit() {
@@ -193,7 +210,8 @@ void AtomicOutput::commit() {
       } else if (is_dir_) {
         // A directory cannot be renamed over a non-empty one: move the old one aside first.
         fs::path p(final_);
-        trash = p.parent_path() / cat(".", p.filename().string(), ".old-", getpid());
+        trash = p.parent_path() / cat(".", p.filename().string(), ".old", cleanup::tmp_suffix());
+        cleanup::add(trash.string());  // a signal now: sweep_orphans restores it later
         fs::rename(final_, trash, ec);
         if (ec) err = cat(final_, ": cannot move the previous output aside: ", ec.message());
       }
@@ -206,6 +224,8 @@ void AtomicOutput::commit() {
       } else if (!trash.empty()) {
         fs::remove_all(trash, ec);
       }
+      if (!trash.empty()) cleanup::forget(trash.string());
+      if (err.empty()) cleanup::forget(tmp_);
     }
   }
   comm_.bcast_string(err);
@@ -214,7 +234,12 @@ void AtomicOutput::commit() {
 }
 
 void write_text_atomic(const std::string& path, const std::string& text) {
-  std::string tmp = cat(path, ".tmp-", getpid());
+  std::string tmp = cat(path, ".tmp", cleanup::tmp_suffix());
+  cleanup::add(tmp);
+  struct Forget {
+    std::string p;
+    ~Forget() { cleanup::forget(p); }
+  } forget{tmp};
   {
     std::ofstream out(tmp, std::ios::binary);
     out << text;

@@ -11,6 +11,7 @@
 // input of the same invocation. Checked up front (check_output_path) and again just before
 // the rename (commit: the existing output must be of the same kind as the new one).
 #pragma once
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -29,6 +30,7 @@ inline constexpr const char* kResult = "sieve.result/1";  // train_scaled result
 // it), schema::kResult for a JSON object with `sweep_index`, "" for anything else (including
 // a missing path).
 std::string output_kind(const std::string& path);
+class LockFile;  // io/output_set.hpp
 
 class AtomicOutput {
  public:
@@ -51,6 +53,7 @@ class AtomicOutput {
  private:
   std::string final_, tmp_, kind_;
   const Comm& comm_;
+  std::unique_ptr<LockFile> lock_;  // rank 0: `.NAME.lock` beside the output
   bool is_dir_, committed_ = false;
 };
 
@@ -59,6 +62,8 @@ class AtomicOutput {
 // it): write failed"): the user knows the final name, not the hidden one. The tool runner
 // applies it to every error it prints.
 std::string name_outputs_in(std::string message);
+// Name `tmp` (a temporary file or directory) as `final_path` in those messages.
+void name_output(const std::string& tmp, const std::string& final_path);
 
 // Check an output path up front so that a stage fails before doing any work. Throws Error
 // naming the path when: it exists without `overwrite`; it exists and is not a Sieve output

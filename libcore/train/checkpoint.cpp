@@ -6,6 +6,7 @@
 
 #include "io/atomic_output.hpp"
 #include "io/h5.hpp"
+#include "io/output_set.hpp"
 #include "io/schemas.hpp"
 
 namespace fs = std::filesystem;
@@ -29,6 +30,9 @@ std::vector<hsize_t> hdims(const std::vector<int64_t>& shape, size_t size) {
 }
 
 void write_model_attrs(h5::File& f, nn::Model& m) {
+  // The run whose output set this file belongs to (io/output_set.hpp): a resumed run
+  // continues it, and readers refuse an early and a final model of different runs.
+  if (!current_run_id().empty()) f.set_attr("/", "run_id", current_run_id());
   const auto& s = m.spec();
   f.set_attr("/", "arch", s.arch);
   f.set_attr("/", "width", s.width);

@@ -7,6 +7,7 @@
 #include "config/sections.hpp"
 #include "data/dataset_file.hpp"
 #include "io/atomic_output.hpp"
+#include "io/output_set.hpp"
 #include "io/h5.hpp"
 #include "io/lineage.hpp"
 #include "io/schemas.hpp"
@@ -78,6 +79,16 @@ void extract_features_main(ToolContext& ctx) {
                       " does not exist (pretrain writes it when pretrain.holdout > 0)"));
     log::info(cat("features from the ", model_choice, " model ", model_path,
                   model_choice == "early" ? " (held-out accuracy peak)" : ""));
+  }
+  {
+    // model.h5 and model_early.h5 are one pretrain run's set (io/output_set.hpp): a pair of
+    // different runs (left by an older Sieve, or a crash while the set was committed) is
+    // refused rather than embedded from.
+    const fs::path mp(model_path);
+    std::string base = mp.stem().string();
+    if (base.ends_with("_early")) base.resize(base.size() - 6);
+    check_same_run({(mp.parent_path() / (base + ".h5")).string(),
+                    (mp.parent_path() / (base + "_early.h5")).string()});
   }
   const std::string output = flag_or("output", rp.features());
   const int64_t batch = ctx.cfg.get_int("features.batch");

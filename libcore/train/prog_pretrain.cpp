@@ -12,8 +12,10 @@
 #include "config/sweep.hpp"
 #include "data/dataset_file.hpp"
 #include "io/atomic_output.hpp"
+#include "io/cleanup.hpp"
 #include "io/lineage.hpp"
 #include "io/metrics.hpp"
+#include "io/output_set.hpp"
 #include "io/schemas.hpp"
 #include "train/holdout.hpp"
 #include "train/programs.hpp"
@@ -33,7 +35,7 @@ void prepare_checkpoint_dir(const ToolContext& ctx, const std::string& dir, bool
   std::string err;
   if (ctx.comm.is_root()) {
     std::error_code ec;
-    fs::create_directories(dir, ec);
+    cleanup::make_dirs(dir, ec);
     if (ec) err = cat(dir, ": cannot create checkpoint directory: ", ec.message());
     bool any = false;
     for (const auto& e : fs::directory_iterator(dir, ec))
@@ -65,7 +67,7 @@ void make_output_dir(const ToolContext& ctx, const fs::path& dir, int levels) {
     if (!fs::is_directory(base)) {
       err = cat(dir.string(), ": cannot create the output directory: ", base.string(),
                 " does not exist");
-    } else if (fs::create_directories(dir, ec); ec || !fs::is_directory(dir)) {
+    } else if (!cleanup::make_dirs(dir.string(), ec)) {
       err = cat(dir.string(), ": cannot create the output directory: ",
                 ec ? ec.message() : std::string("a file of that name exists"));
     }
@@ -112,6 +114,12 @@ void pretrain_main(ToolContext& ctx) {
   const std::string early_info = early.substr(0, early.size() - 3) + ".json";
   if (!resume) check_output_path(early, ctx.overwrite, schema::kModel, {dataset});
   check_resolved_config_path(config_sidecar_path(early));
+  // The run's outputs form one set, written to a staging directory and committed together
+  // at the end (io/output_set.hpp); the stage lock keeps a second pretrain out of `dir`.
+  auto name_of = [](const std::string& p) { return fs::path(p).filename().string(); };
+  OutputSet set(ctx.comm, "pretrain", dir,
+                {"metrics.jsonl", name_of(early_info), name_of(config_sidecar_path(early)),
+                 name_of(early), name_of(config_sidecar_path(output)), name_of(output)});
   const std::string ckpt_dir = dir + "/checkpoints";
   prepare_checkpoint_dir(ctx, ckpt_dir, resume);
 
@@ -134,27 +142,26 @@ void pretrain_main(ToolContext& ctx) {
                      holdout > 0 ? "the training samples left after pretrain.holdout"
                                  : cat(dataset, "'s training samples"));
   warn_uneven_split(opt.global_batch, ctx.comm.size(), "pretrain.global_batch");
-  if (!resume) {
-    // A fresh run replaces the early model of an earlier one (--overwrite), so that a stale
-    // early model can never be picked up by extract_features next to a new final model.
-    // Only now that the inputs are checked: a refused run leaves the old one as it was.
-    if (ctx.comm.is_root()) {
-      std::error_code ec;
-      fs::remove(early, ec);
-      fs::remove(early_info, ec);
-    }
-    ctx.comm.barrier();
-  }
+  // A resumed run continues the run of its checkpoint (and that run's staged outputs); a
+  // fresh one starts a new set, which replaces the whole previous set only when it is done.
+  std::string resume_id;
+  if (resume && ctx.comm.is_root())
+    if (const std::string ck = latest_checkpoint(ckpt_dir); !ck.empty()) resume_id = run_id_of(ck);
+  ctx.comm.bcast_string(resume_id);
+  set.begin(resume_id);
+  const std::string staged_early = set.staged(name_of(early));
+  const std::string staged_info = set.staged(name_of(early_info));
   Trainer trainer(ctx.comm, opt,
                   make_source(data, split.train, opt.global_batch, opt.seed, ctx.comm), data.train,
                   eval_split(data, data::Split::Test), data.meta, ckpt_dir,
-                  dir + "/metrics.jsonl", ctx.cfg.to_yaml());
+                  set.staged("metrics.jsonl"), ctx.cfg.to_yaml());
   const EvalSplit holdout_rows = eval_split(data, data::Split::Train);
   // Best held-out accuracy so far; a resumed run continues from what the earlier part saw.
   double best = -1;
   int64_t best_epoch = 0;
-  if (holdout > 0 && resume && ctx.comm.is_root() && fs::exists(early_info) && fs::exists(early)) {
-    auto lines = read_json_lines(early_info);
+  if (holdout > 0 && resume && ctx.comm.is_root() && fs::exists(staged_info) &&
+      fs::exists(staged_early)) {
+    auto lines = read_json_lines(staged_info);
     Json j = lines.empty() ? Json::object() : lines.back();
     best = j.value("holdout_acc", -1.0);
     best_epoch = j.value("epoch", int64_t(0));
@@ -169,14 +176,15 @@ void pretrain_main(ToolContext& ctx) {
       if (acc > best) {
         best = acc;
         best_epoch = epoch;
-        save_model(early, trainer.model(), ctx.cfg.to_yaml(), from_early, true, ctx.comm);
+        save_model(staged_early, trainer.model(), ctx.cfg.to_yaml(), from_early, true, ctx.comm);
         if (ctx.comm.is_root()) {
           Json j;
           j["epoch"] = epoch;
           j["holdout_acc"] = acc;
           j["holdout_loss"] = loss;
           j["holdout_samples"] = int64_t(split.holdout.size());
-          write_text_atomic(early_info, j.dump() + "\n");  // one JSON line
+          j["run_id"] = set.run_id();
+          write_text_atomic(staged_info, j.dump() + "\n");  // one JSON line
         }
       }
       log::info(cat("epoch ", epoch, ": held-out acc ", acc, " (best ", best, " at epoch ",
@@ -189,7 +197,9 @@ void pretrain_main(ToolContext& ctx) {
   } catch (const StopRequested& s) {
     exit_for_requeue(ctx.comm, s.checkpoint);
   }
-  save_model(output, trainer.model(), ctx.cfg.to_yaml(), from, ctx.overwrite, ctx.comm);
+  // Into the staging directory (the final name was checked up front), then the whole set.
+  save_model(set.staged(name_of(output)), trainer.model(), ctx.cfg.to_yaml(), from, true, ctx.comm);
+  set.commit();
   log::info(cat("wrote ", output, ": train acc ", r.final_train_acc, ", ",
                 r.final_test_acc < 0 ? std::string("no test split")
                                      : cat("test acc ", r.final_test_acc),
@@ -334,6 +344,7 @@ void run_sweep_point(ToolContext& ctx, const Sweep& sweep, int64_t index) {
   }
   make_output_dir(ctx, run_dir, 2);
   check_output_path(result_path, ctx.overwrite);
+  const StageLock lock(ctx.comm, run_dir, "train_scaled");  // one writer per sweep run
   check_resolved_config_path(run_dir + "/config.yaml");
   prepare_checkpoint_dir(ctx, run_dir + "/checkpoints", resume);
   // A run started over (--overwrite) loses its old checkpoints and metrics now: its old

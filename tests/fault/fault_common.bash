@@ -157,3 +157,14 @@ one_error_line() {
   [ "$n" -eq 1 ] || { cat "$2" >&2; fail "$n '$1: error:' lines in $2, expected 1"; }
   grep "^$1: error:" "$2"
 }
+
+# expect_error TOOL RC WANT_RC LOG PATTERN: RC is WANT_RC and LOG holds exactly one
+# "<tool>: error:" line, which matches the grep pattern PATTERN; echoes the line. Use as
+# line="$(expect_error ...)" || exit 1.
+expect_error() {
+  local tool="$1" rc="$2" want="$3" log="$4" pattern="$5" line
+  line="$(one_error_line "$tool" "$log")" || exit 1
+  [ "$rc" -eq "$want" ] || { cat "$log" >&2; fail "$tool: exit $rc, expected $want: $line"; }
+  echo "$line" | grep -q -- "$pattern" || fail "$tool: the error does not match '$pattern': $line"
+  echo "$line"
+}
