@@ -3,6 +3,9 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <sstream>
+#include <numeric>
+#include <cstdio>
 #include <map>
 
 #include "cluster/calibrate.hpp"
@@ -67,6 +70,44 @@ void write_detector(h5::File& f, const Detection& d, const DetectionScore* s) {
   if (!s->curve.empty()) f.write_rows<float>(g + "/pr", 0, s->curve.size(), pr.data());
 }
 
+// "run/filter.h5" -> "run/label_issues.csv"; another name "x/f2.h5" -> "x/f2_label_issues.csv".
+std::string label_issues_path(const std::string& output) {
+  const std::filesystem::path p(output);
+  const std::string stem = p.stem().string();
+  return (p.parent_path() / (stem == "filter" ? std::string("label_issues.csv")
+                                              : stem + "_label_issues.csv"))
+      .string();
+}
+
+// The table a person opens: one row per sample, the most suspicious (by the chosen
+// detector's score) first; every detector's score and flag, the given and the suggested
+// label (the model's most likely class; empty without probabilities) and whether it is kept.
+std::string label_issues_csv(const std::vector<Detection>& dets, const Detection& chosen,
+                             const std::vector<int64_t>& ids, const std::vector<int32_t>& labels,
+                             const std::vector<int32_t>& suggested,
+                             const std::vector<uint8_t>& keep) {
+  std::ostringstream os;
+  const std::string head = kLabelIssuesHeader;  // ends in a comma: the detectors follow
+  os << head.substr(0, head.size() - 1);
+  for (const auto& d : dets) os << "," << d.method << "_score," << d.method << "_flag";
+  os << ",kept\n";
+  std::vector<size_t> order(ids.size());
+  std::iota(order.begin(), order.end(), size_t(0));
+  std::stable_sort(order.begin(), order.end(),
+                   [&](size_t a, size_t b) { return chosen.score[a] > chosen.score[b]; });
+  char num[32];
+  for (size_t i : order) {
+    os << ids[i] << "," << labels[i] << ",";
+    if (suggested[i] >= 0) os << suggested[i];
+    for (const auto& d : dets) {
+      std::snprintf(num, sizeof num, "%.6g", double(d.score[i]));
+      os << "," << num << "," << int(d.flag[i]);
+    }
+    os << "," << int(keep[i]) << "\n";
+  }
+  return os.str();
+}
+
 }  // namespace
 
 void add_filter_flags(po::options_description& o) {
@@ -115,6 +156,8 @@ void cluster_filter_main(ToolContext& ctx) {
     throw UsageError(cat("filter.method=", opt.method, ": needs the features file (",
                          paths.features(), " or --features FILE)"));
   AtomicOutput out(output, ctx.overwrite, ctx.comm);  // fails before any work
+  const std::string issues_csv = label_issues_path(output);
+  check_output_path(issues_csv, ctx.overwrite, schema::kLabelIssues);
   check_resolved_config_path(config_sidecar_path(output));
 
   Input in = read_input(input, dataset);
@@ -205,6 +248,17 @@ void cluster_filter_main(ToolContext& ctx) {
         detect_knn_vote(ctx.comm, fin.feats, in.n, in.labels.data(), knn_k, knn_threshold));
     fin.feats = RowShare();  // the largest input: free it for the rest
   }
+  // The suggested label: the class the model finds most likely (each rank its rows).
+  std::vector<int32_t> suggested(size_t(in.n), 0);
+  if (fin.probs.width > 0) {
+    const RowShare& p = fin.probs;
+    for (int64_t q = 0; q < p.size(); ++q) {
+      const float* row = p.x.data() + q * p.width;
+      suggested[size_t(p.rows[size_t(q)])] = int32_t(std::max_element(row, row + p.width) - row) + 1;
+    }
+    ctx.comm.allreduce_sum(suggested.data(), suggested.size());  // disjoint rows
+  }
+  for (auto& v : suggested) v -= 1;  // -1: no probabilities
   NoiseEstimate estimate;
   if (want_confident && fin.probs.width > 0)
     dets.push_back(detect_confident(ctx.comm, fin.probs, in.n, in.labels.data(), &estimate));
@@ -359,10 +413,12 @@ void cluster_filter_main(ToolContext& ctx) {
     h5::stamp(f, schema::kFilter, ctx.cfg.to_yaml());
     lineage::stamp_derived(f, schema::kFilter, ctx.cfg.to_yaml(), from);
     f.close();
+    write_text_atomic(issues_csv,
+                      label_issues_csv(dets, *chosen, in.ids, in.labels, suggested, keep));
     write_resolved_config(config_sidecar_path(output), ctx.cfg.to_yaml());
   });
   out.commit();
-  log::infof("wrote ", output);
+  log::infof("wrote ", output, " and ", issues_csv);
 }
 
 }  // namespace sieve::cluster

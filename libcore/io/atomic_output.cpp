@@ -55,6 +55,14 @@ std::string json_kind(const fs::path& p) {
   return j.is_object() && j.contains("sweep_index") ? schema::kResult : "";
 }
 
+// cluster_filter's label_issues.csv, recognised by its header line.
+std::string csv_kind(const fs::path& p) {
+  std::ifstream in(p);
+  std::string first;
+  std::getline(in, first);
+  return first.rfind(kLabelIssuesHeader, 0) == 0 ? schema::kLabelIssues : "";
+}
+
 std::string describe_kind(const std::string& k) {
   return k.empty() ? std::string("not a Sieve output") : cat("a '", k, "' output");
 }
@@ -88,6 +96,7 @@ std::string output_kind(const std::string& path) {
   if (fs::is_directory(st)) return is_report_dir(p) ? schema::kReport : "";
   if (!fs::is_regular_file(st)) return "";
   if (std::string k = hdf5_schema(p); !k.empty()) return k;
+  if (std::string k = csv_kind(p); !k.empty()) return k;
   return json_kind(p);
 }
 

@@ -23,6 +23,7 @@ namespace sieve {
 namespace schema {
 inline constexpr const char* kReport = "sieve.report/1";  // report directory
 inline constexpr const char* kResult = "sieve.result/1";  // train_scaled result.json
+inline constexpr const char* kLabelIssues = "sieve.label_issues/1";  // cluster_filter's CSV
 }  // namespace schema
 
 // What the existing `path` is: the `schema` attribute of a Sieve HDF5 file, schema::kReport
@@ -30,6 +31,9 @@ inline constexpr const char* kResult = "sieve.result/1";  // train_scaled result
 // it), schema::kResult for a JSON object with `sweep_index`, "" for anything else (including
 // a missing path).
 std::string output_kind(const std::string& path);
+// The first columns of cluster_filter's label_issues.csv, by which output_kind knows it.
+inline constexpr const char* kLabelIssuesHeader = "sample_id,given_label,suggested_label,";
+
 class LockFile;  // io/output_set.hpp
 
 class AtomicOutput {

@@ -5,8 +5,10 @@
 #include <cmath>
 #include <filesystem>
 #include <iostream>
+#include <fstream>
 #include <map>
 #include <random>
+#include <sstream>
 
 #include "cluster/dbscan.hpp"
 #include "io/h5.hpp"
@@ -345,6 +347,43 @@ TEST(ClusterFilterTool, ConsensusFollowsTheEstimatedNoiseRate) {
   EXPECT_NE(log.find("estimated wrong labels (confident joint): " + std::to_string(truth)),
             std::string::npos)
       << log;
+  // label_issues.csv beside it: a header, one row per sample, the flagged ones first, each
+  // with the class its probabilities point at as the suggested label.
+  std::ifstream csv(dir + "/label_issues.csv");
+  ASSERT_TRUE(csv.good());
+  std::string header, line;
+  std::getline(csv, header);
+  EXPECT_EQ(header.rfind("sample_id,given_label,suggested_label,", 0), 0u) << header;
+  EXPECT_NE(header.find(",consensus_score,consensus_flag"), std::string::npos) << header;
+  EXPECT_EQ(header.substr(header.size() - 5), ",kept");
+  std::map<int64_t, size_t> row_of;
+  for (size_t i = 0; i < s.ids.size(); ++i) row_of[s.ids[i]] = i;
+  int64_t rows = 0;
+  while (std::getline(csv, line)) {
+    std::istringstream ls(line);
+    std::string id, given, suggested;
+    std::getline(ls, id, ',');
+    std::getline(ls, given, ',');
+    std::getline(ls, suggested, ',');
+    const size_t i = row_of.at(std::stoll(id));
+    EXPECT_EQ(std::stoi(given), s.labels[i]);
+    EXPECT_EQ(std::stoi(suggested), s.noise[i] ? (s.labels[i] + 1) % 3 : s.labels[i]) << line;
+    EXPECT_EQ(line.substr(line.size() - 1), s.noise[i] ? "0" : "1") << line;  // kept
+    if (rows < truth) EXPECT_TRUE(s.noise[i]) << "row " << rows << ": " << line;
+    ++rows;
+  }
+  EXPECT_EQ(rows, int64_t(s.ids.size()));
+  // It is this tool's output: a re-run needs --overwrite, and then replaces it.
+  EXPECT_EQ(run("--input " + dir + "/emb.h5 --features " + dir + "/feat.h5 --output " + dir +
+                    "/filter.h5 --set filter.method=consensus",
+                &log),
+            2)
+      << log;
+  EXPECT_EQ(run("--input " + dir + "/emb.h5 --features " + dir + "/feat.h5 --output " + dir +
+                    "/filter.h5 --set filter.method=consensus --overwrite",
+                &log),
+            0)
+      << log;
 }
 
 // filter.max_flagged: a detector that would flag most of a class is refused in one line
@@ -364,6 +403,7 @@ TEST(ClusterFilterTool, MaxFlaggedRefusesAnEmptiedClass) {
             std::string::npos)
       << log;
   EXPECT_FALSE(fs::exists(dir + "/filter.h5"));
+  EXPECT_FALSE(fs::exists(dir + "/label_issues.csv"));
   // Allowed when asked for; and with knn chosen, dbscan's overflagging is a note only.
   EXPECT_EQ(run(io + kDbscan + tiny_eps + " --set filter.max_flagged=1", &log), 0) << log;
   EXPECT_EQ(run(io + tiny_eps + " --overwrite", &log), 0) << log;
