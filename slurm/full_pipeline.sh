@@ -82,7 +82,8 @@ for stage in "${SIEVE_STAGES[@]}"; do
     # USR1 goes to the job step's tasks: the trainer checkpoints and exits 75, and
     # slurm/stage.sh requeues the job, which then resumes from that checkpoint.
     opts+=(--signal="USR1@$signal_s")
-    [ "$requeue" = true ] && opts+=(--requeue)
+    # Append: a requeued job (time limit, node failure) keeps its first run's log.
+    [ "$requeue" = true ] && opts+=(--requeue --open-mode=append)
   fi
   if [ "${SIEVE_STAGE_KIND[$stage]}" = array ]; then
     n="$("${SIEVE_STAGE_TOOL[$stage]}" "${cfg[@]}" "${sets[@]}" --sweep-size)"

@@ -11,17 +11,8 @@ for b in slurmctld slurmd munged sbatch srun; do
   command -v "$b" >/dev/null || { echo "skip: $b not installed"; exit 77; }
 done
 . "$SRC/scripts/env.sh"
-export SIEVE_SLURM_DIR="/tmp/sieve-slurm-pipeline-$$"
-export SIEVE_SLURM_PORT="${SIEVE_SLURM_PIPELINE_PORT:-6847}"
-WORK="$SIEVE_BUILD_DIR/test-scratch/slurm_pipeline"
-rm -rf "$WORK"; mkdir -p "$WORK"
-cleanup() { "$SRC/scripts/slurm_local.sh" stop >/dev/null 2>&1 || true; rm -rf "$SIEVE_SLURM_DIR"; }
-trap cleanup EXIT
-fail() {
-  echo "FAIL: $*" >&2
-  for f in "$WORK"/*/logs/*.out; do [ -f "$f" ] && { echo "--- $f"; tail -n 15 "$f"; }; done >&2
-  exit 1
-}
+. "$SRC/tests/slurm/slurm_common.bash"
+slurm_test_setup pipeline "${SIEVE_SLURM_PIPELINE_PORT:-6847}"
 "$SRC/scripts/slurm_local.sh" start || fail "could not start the local Slurm"
 . "$SIEVE_SLURM_DIR/env.sh"
 cd "$SRC"
