@@ -212,6 +212,10 @@ class FolderSource : public Source {
       out.labels[i] = e.label;
     }
   }
+  // The label is the directory: no decoding (data.label_noise with a class map reads these).
+  void produce_labels(Split split, int64_t row0, int64_t count, const Rows& out) const override {
+    for (int64_t i = 0; i < count; ++i) out.labels[i] = files_[int(split)][size_t(row0 + i)].label;
+  }
 
  private:
   FolderOptions opt_;

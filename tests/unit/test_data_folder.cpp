@@ -4,6 +4,7 @@
 // a BMP, a README, a grayscale PNG and a CMYK JPEG.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <jpeglib.h>
 #include <png.h>
@@ -268,6 +269,18 @@ TEST(DataFolder, TrainAndValTreesAndAStratifiedFraction) {
   auto src = open_folder(root, options(false), {}, comm);
   EXPECT_EQ(src->meta().rows(Split::Train), 20);
   EXPECT_EQ(src->meta().rows(Split::Test), 4);
+  // Labels alone (what data.label_noise with a class map reads) match the decoded rows'.
+  std::vector<uint8_t> px(20 * 8 * 8 * 3);
+  std::vector<int32_t> decoded(20), alone(20, -1);
+  Rows rows;
+  rows.images = px.data();
+  rows.labels = decoded.data();
+  src->produce(Split::Train, 0, 20, rows);
+  rows.images = nullptr;
+  rows.labels = alone.data();
+  src->produce_labels(Split::Train, 0, 20, rows);
+  EXPECT_EQ(alone, decoded);
+  EXPECT_EQ(std::count(decoded.begin(), decoded.end(), 1), 10);
   // Without a val tree: a stratified test fraction of each class.
   FolderOptions frac = options(false);
   frac.test_fraction = 0.2;
