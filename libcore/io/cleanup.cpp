@@ -1,5 +1,6 @@
 #include "io/cleanup.hpp"
 
+#include <fcntl.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -103,7 +104,7 @@ void install_signal_handlers() {
   static std::once_flag once;
   std::call_once(once, [] {
     registry();  // constructed first, so destroyed after anything that registers
-    if (pipe(g_pipe) != 0) return;
+    if (pipe2(g_pipe, O_CLOEXEC) != 0) return;  // not inherited by children (gnuplot)
     std::thread(signal_thread).detach();
     struct sigaction sa {};
     sa.sa_handler = on_signal;
