@@ -52,6 +52,7 @@ void write_detector(h5::File& f, const Detection& d, const DetectionScore* s) {
   put(f, g + "/score", d.score);
   put(f, g + "/flag", d.flag);
   f.set_attr(g, "inputs", d.inputs);
+  f.set_attr(g, "description", detector(d.method).description);
   int64_t flagged = 0;
   for (auto v : d.flag) flagged += v != 0;
   f.set_attr(g, "flagged", flagged);
@@ -388,8 +389,12 @@ void cluster_filter_main(ToolContext& ctx) {
       if (!truth_flags.empty()) f.set_attr("/noise_estimate", "truth", true_count);
     }
     f.create_group("/detectors");
-    for (size_t k = 0; k < dets.size(); ++k)
+    std::vector<std::string> names;
+    for (size_t k = 0; k < dets.size(); ++k) {
       write_detector(f, dets[k], scores.empty() ? nullptr : &scores[k]);
+      names.push_back(dets[k].method);
+    }
+    f.set_attr("/", "detectors", names);  // the groups under /detectors, in run order
     f.set_attr("/", "method", opt.method);
     f.set_attr("/", "eps", have_clusters ? clustered.eps : 0.0);
     f.set_attr("/", "eps_auto", int64_t(have_clusters && opt.auto_eps));

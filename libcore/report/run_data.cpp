@@ -140,8 +140,12 @@ void load_features(RunData& d) {
   if (f.has_attr("/", "model")) fi.model = f.attr_string("/", "model");
 }
 
+double attr_or_nan_at(const h5::File& f, const std::string& obj, const std::string& name) {
+  return f.has_attr(obj, name) ? f.attr_double(obj, name) : kNaN;
+}
+
 double attr_or_nan(const h5::File& f, const std::string& name) {
-  return f.has_attr("/", name) ? f.attr_double("/", name) : kNaN;
+  return attr_or_nan_at(f, "/", name);
 }
 
 void load_embedding(RunData& d) {
@@ -224,8 +228,28 @@ void load_filter(RunData& d) {
   fi.min_samples = f.has_attr("/", "min_samples") ? f.attr_int("/", "min_samples") : 0;
   fi.noise_precision = attr_or_nan(f, "noise_precision");
   fi.noise_recall = attr_or_nan(f, "noise_recall");
-  // The detectors cluster_filter ran (the chosen one first, then in a fixed order).
-  std::vector<std::string> order = {fi.method, "knn", "confident", "dbscan", "gmm", "kmeans"};
+  // The detectors cluster_filter ran: the chosen one first, then in the order the file lists
+  // them (files before that list: the detectors of that time, in a fixed order).
+  std::vector<std::string> order = {fi.method};
+  const std::vector<std::string> listed =
+      f.has_attr("/", "detectors")
+          ? f.attr_strings("/", "detectors")
+          : std::vector<std::string>{"knn", "confident", "dbscan", "gmm", "kmeans"};
+  order.insert(order.end(), listed.begin(), listed.end());
+  if (f.exists("/noise_estimate")) {
+    if (f.has_attr("/noise_estimate", "total"))
+      fi.noise_estimate = f.attr_int("/noise_estimate", "total");
+    if (f.has_attr("/noise_estimate", "truth"))
+      fi.noise_truth = f.attr_int("/noise_estimate", "truth");
+  }
+  {
+    const fs::path fp(fi.path);
+    const std::string stem = fp.stem().string();
+    const fs::path csv =
+        fp.parent_path() / (stem == "filter" ? std::string("label_issues.csv")
+                                             : stem + "_label_issues.csv");
+    if (fs::exists(csv)) fi.label_issues = csv.string();
+  }
   for (size_t k = 0; k < order.size(); ++k) {
     const std::string& m = order[k];
     const std::string g = "/detectors/" + m;
@@ -235,6 +259,7 @@ void load_filter(RunData& d) {
     DetectorInfo di;
     di.method = m;
     di.inputs = f.has_attr(g, "inputs") ? f.attr_string(g, "inputs") : "";
+    di.description = f.has_attr(g, "description") ? f.attr_string(g, "description") : "";
     di.flagged = f.has_attr(g, "flagged") ? f.attr_int(g, "flagged") : 0;
     if (f.has_attr(g, "f1")) {
       di.hits = f.attr_int(g, "hits");
@@ -243,6 +268,7 @@ void load_filter(RunData& d) {
       di.recall = f.attr_double(g, "recall");
       di.f1 = f.attr_double(g, "f1");
       di.average_precision = f.attr_double(g, "average_precision");
+      di.auroc = attr_or_nan_at(f, g, "auroc");
     }
     if (f.exists(g + "/pr")) {
       auto dims = f.require<float>(g + "/pr", 2);

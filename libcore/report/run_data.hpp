@@ -83,9 +83,9 @@ struct ClassRow {  // one row of the paper's Table I
 // One detector's decisions scored against the ground truth (filter.h5 /detectors/<method>,
 // written by cluster_filter when the dataset has /train/noise_truth).
 struct DetectorInfo {
-  std::string method, inputs;
+  std::string method, inputs, description;  // description: the registry's (cluster/detectors.cpp)
   int64_t flagged = 0, hits = -1, truth = -1;  // hits/truth -1: not scored
-  double precision = kNaN, recall = kNaN, f1 = kNaN, average_precision = kNaN;
+  double precision = kNaN, recall = kNaN, f1 = kNaN, average_precision = kNaN, auroc = kNaN;
   std::vector<float> pr;  // [points, 3]: threshold, precision, recall (recall ascending)
 };
 
@@ -97,6 +97,9 @@ struct FilterInfo {
   double eps = kNaN;
   int64_t min_samples = 0;
   double noise_precision = kNaN, noise_recall = kNaN;  // NaN: no ground truth
+  // The confident joint's estimate of wrong labels, and the truth's count (-1: absent).
+  int64_t noise_estimate = -1, noise_truth = -1;
+  std::string label_issues;  // label_issues.csv beside the filter file ("" if absent)
   std::vector<ClassRow> per_class;
   std::vector<int32_t> cluster;  // [N], -1 = noise
   std::vector<uint8_t> keep;     // [N]

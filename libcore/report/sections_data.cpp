@@ -21,13 +21,12 @@ std::string shape_str(const std::vector<int64_t>& s) {
   return out;
 }
 
-const char* method_words(const std::string& m) {
-  if (m == "dbscan") return "t-SNE + DBSCAN per class (the paper's method)";
-  if (m == "knn") return "k-NN label vote in feature space";
-  if (m == "confident") return "confident learning on class probabilities";
-  if (m == "gmm") return "Gaussian mixture per class (least likely points)";
-  if (m == "kmeans") return "k-means per class (farthest points)";
-  return "unknown method";
+// The chosen detector in words: the registry's description, which filter.h5 carries
+// (cluster/detectors.cpp); files written before it carried one name only the method.
+std::string method_words(const FilterInfo& f) {
+  for (const auto& d : f.detectors)
+    if (d.method == f.method && !d.description.empty()) return d.description;
+  return f.method == "dbscan" ? "t-SNE + DBSCAN per class (the paper's method)" : f.method;
 }
 
 // Every detector cluster_filter ran on the same samples, scored against the ground truth:
@@ -42,10 +41,10 @@ void detector_comparison(SectionContext& c, const FilterInfo& f) {
     const std::string chosen = d->method == f.method ? " (used)" : "";
     table.push_back({d->method + chosen, d->inputs, std::to_string(d->flagged),
                      std::to_string(d->hits), pct(d->precision), pct(d->recall),
-                     fixed(d->f1, 3), fixed(d->average_precision, 3)});
+                     fixed(d->f1, 3), fixed(d->average_precision, 3), fixed(d->auroc, 3)});
     csv.push_back({d->method, d->inputs, std::to_string(d->flagged), std::to_string(d->hits),
                    std::to_string(d->truth), fmt(d->precision), fmt(d->recall), fmt(d->f1),
-                   fmt(d->average_precision)});
+                   fmt(d->average_precision), fmt(d->auroc)});
     for (size_t i = 0; i + 2 < d->pr.size(); i += 3)
       curve.push_back({d->method, fmt(d->pr[i]), fmt(d->pr[i + 1]), fmt(d->pr[i + 2])});
   }
@@ -53,13 +52,20 @@ void detector_comparison(SectionContext& c, const FilterInfo& f) {
       "Every detector on the same ", scored.front()->truth,
       " noisy samples (ground truth). Precision: share of the flagged samples that are noise; "
       "recall: share of the noise flagged; average precision: area under the precision-recall "
-      "curve over the detector's score, i.e. how well its ranking would do at any threshold."));
+      "curve over the detector's score, i.e. how well its ranking would do at any threshold; "
+      "AUROC: the chance that a noisy sample scores above a clean one."));
+  if (f.noise_estimate >= 0)
+    c.doc.paragraph(cat("Estimated wrong labels (confident joint, which the calibrated "
+                        "decisions follow): ", f.noise_estimate,
+                        f.noise_truth >= 0 ? cat("; the ground truth has ", f.noise_truth)
+                                           : std::string(),
+                        "."));
   c.doc.table({"detector", "looks at", "flagged", "noise among them", "precision %", "recall %",
-               "F1", "average precision"},
+               "F1", "average precision", "AUROC"},
               table, "Noise detectors compared against the ground truth");
   write_csv(c.dir + "/data/detectors.csv",
             {"method", "inputs", "flagged", "hits", "truth", "precision", "recall", "f1",
-             "average_precision"},
+             "average_precision", "auroc"},
             csv);
   write_csv(c.dir + "/data/detector_pr.csv", {"method", "threshold", "precision", "recall"},
             curve);
@@ -160,7 +166,7 @@ void section_reduction(SectionContext& c) {
   const bool clusters = f.method == "dbscan" || f.method == "gmm" || f.method == "kmeans";
   c.doc.paragraph(cat(
       "Detector: ", f.method.empty() ? "n/a" : f.method,
-      f.method.empty() ? "" : cat(" — ", method_words(f.method)),
+      f.method.empty() ? "" : cat(" — ", method_words(f)),
       f.method == "dbscan" ? cat(", eps ", fmt(f.eps, 4).empty() ? "n/a" : fmt(f.eps, 4),
                                  ", min_samples ", f.min_samples)
                            : std::string(),
@@ -186,6 +192,14 @@ void section_reduction(SectionContext& c) {
                        : cat("Table I: samples flagged by ", f.method,
                              " and removed per class (no clusters: the column is 0)"));
   c.doc.link("data/data_reduction.csv", "data/data_reduction.csv");
+  if (!f.label_issues.empty()) {
+    // Copied in, so that the report directory stands alone.
+    std::filesystem::copy_file(f.label_issues, c.dir + "/data/label_issues.csv",
+                               std::filesystem::copy_options::overwrite_existing);
+    c.doc.paragraph("Every sample with each detector's score and flag, the given and the "
+                    "suggested label, most suspicious first:");
+    c.doc.link("data/label_issues.csv", "data/label_issues.csv");
+  }
   if (!std::isnan(f.noise_precision) || !std::isnan(f.noise_recall)) {
     c.doc.paragraph(cat("Against the injected-noise ground truth: precision ",
                         pct(f.noise_precision), " %, recall ", pct(f.noise_recall),
