@@ -18,11 +18,17 @@
 #SBATCH --ntasks=1
 #SBATCH --time=00:05:00
 set -euo pipefail
-if [ -n "${SLURM_SUBMIT_DIR:-}" ] && [ -z "${SIEVE_ROOT:-}" ]; then
-  root="$SLURM_SUBMIT_DIR"  # under sbatch the script runs from a spool copy
-else
-  root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+# The Sieve tree: a checkout or an installed prefix's share/sieve (module load sieve).
+# Under sbatch the script runs from a spool copy: then SIEVE_ROOT (set by the module and by
+# scripts/env.sh), else the submission directory (sbatch slurm/full_pipeline.sh from a checkout).
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+if [ ! -f "$root/pipelines/stages.sh" ]; then
+  root="${SIEVE_ROOT:-${SLURM_SUBMIT_DIR:?not started from a Sieve tree; set SIEVE_ROOT}}"
 fi
+# Relative paths of the config (run.dir, data.path) are taken from the repository root in a
+# checkout, and from the directory the pipeline is started from in an install.
+base="$root"
+[ -f "$root/CMakeLists.txt" ] || base="$PWD"
 . "$root/scripts/env.sh"
 . "$root/pipelines/stages.sh"
 export SIEVE_ROOT="$root"
@@ -41,7 +47,7 @@ done
 [ ${#cfg[@]} -gt 0 ] || cfg=(--config "$root/configs/quickstart.yaml")
 get() { sieve_config_value "$1" "${cfg[@]}" "${sets[@]}"; }
 run_dir="$(get run.dir)"
-case "$run_dir" in /*) ;; *) run_dir="$root/$run_dir" ;; esac
+case "$run_dir" in /*) ;; *) run_dir="$base/$run_dir" ;; esac
 name="$(get run.name)"
 log_dir="$(get slurm.output_dir)"
 [ -n "$log_dir" ] || log_dir="$run_dir/logs"
@@ -52,10 +58,10 @@ export SIEVE_SRUN_MPI="$(get slurm.mpi)"
 mkdir -p "$log_dir"
 # sbatch reads % in --output as a pattern (%j, %x): a % of the path itself is written %%.
 log_pat="${log_dir//%/%%}"
-cd "$root"  # run.dir may be relative to the repository root
+cd "$base"  # run.dir may be relative (to the repository root, or in an install to $PWD)
 
 # sbatch options shared by every stage, from the slurm.* config section.
-common=(--parsable --chdir="$root" --export=ALL --kill-on-invalid-dep=yes
+common=(--parsable --chdir="$base" --export=ALL --kill-on-invalid-dep=yes
         --ntasks="$(get slurm.ntasks)" --cpus-per-task="$(get slurm.cpus_per_task)")
 opt() {  # opt FLAG KEY: add --FLAG=value when the key is set (non-empty, non-zero)
   local v
