@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <ctime>
 #include <filesystem>
@@ -60,6 +61,15 @@ std::string read_small(const std::string& path) {
   return s.substr(0, 4096);
 }
 
+// "job=J restart=R " under Slurm, "" elsewhere: a requeued job keeps its id and counts up
+// SLURM_RESTART_COUNT, and may start on another node than the one that died holding the lock.
+std::string slurm_text() {
+  const char* job = std::getenv("SLURM_JOB_ID");
+  if (!job || !*job) return "";
+  const char* restart = std::getenv("SLURM_RESTART_COUNT");
+  return cat("job=", job, " restart=", restart && *restart ? restart : "0", " ");
+}
+
 std::string now_text() {
   std::time_t t = std::time(nullptr);
   char buf[32];
@@ -77,7 +87,15 @@ std::string stale_reason(const std::map<std::string, std::string>& kv, const std
     auto age = fs::file_time_type::clock::now() - fs::last_write_time(path, ec);
     return !ec && age > std::chrono::seconds(30) ? "an unreadable lock older than 30 s" : "";
   }
-  if (get("host") != cleanup::host()) return "";
+  if (get("host") != cleanup::host()) {
+    // Another host's process cannot be checked, except an earlier run of this very Slurm job:
+    // Slurm requeued it, so it has ended (and its node may be gone).
+    const auto me = parse_lock(slurm_text());
+    if (!get("job").empty() && me.count("job") && me.at("job") == get("job") &&
+        std::atol(get("restart").c_str()) < std::atol(me.at("restart").c_str()))
+      return cat("an earlier run of Slurm job ", get("job"), ", since requeued");
+    return "";
+  }
   const long pid = std::atol(get("pid").c_str());
   if (!cleanup::pid_alive(pid)) return cat("process ", pid, " is gone");
   if (!get("ticks").empty() && start_ticks(pid) != get("ticks"))
@@ -90,7 +108,8 @@ std::string stale_reason(const std::map<std::string, std::string>& kv, const std
 LockFile::LockFile(std::string path, const std::string& what)
     : path_(std::move(path)), dir_(fs::path(path_).parent_path().string()) {
   const std::string mine = cat("host=", cleanup::host(), " pid=", getpid(), " ticks=",
-                               start_ticks(getpid()), " start=", now_text(), " tool=", what, "\n");
+                               start_ticks(getpid()), " ", slurm_text(), "start=", now_text(),
+                               " tool=", what, "\n");
   for (int attempt = 0; attempt < 3; ++attempt) {
     int fd = open(path_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
     if (fd >= 0) {

@@ -69,4 +69,16 @@ TEST(Lock, SecondWriterRefusedStaleTakenOverForeignHostKept) {
   // Our own pid with another start time: a reused pid, so the holder is gone.
   std::ofstream(path) << "host=" << cleanup::host() << " pid=" << getpid() << " ticks=1 tool=x\n";
   EXPECT_NO_THROW(LockFile(path, "pretrain"));
+
+  // Another host's lock of an earlier run of this Slurm job (requeued after its node died):
+  // taken over; one of the same run of the job (a concurrent step) is not.
+  setenv("SLURM_JOB_ID", "77", 1);
+  setenv("SLURM_RESTART_COUNT", "1", 1);
+  std::ofstream(path) << "host=elsewhere.invalid pid=1 job=77 restart=0 tool=pretrain\n";
+  EXPECT_NO_THROW(LockFile(path, "pretrain"));
+  std::ofstream(path) << "host=elsewhere.invalid pid=1 job=77 restart=1 tool=pretrain\n";
+  EXPECT_THROW(LockFile(path, "pretrain"), Error);
+  unsetenv("SLURM_JOB_ID");
+  unsetenv("SLURM_RESTART_COUNT");
+  fs::remove(path);
 }
