@@ -37,7 +37,7 @@ ArmPoint point_of(const std::string& arm, const BatchKey& key, double wd, const 
   p.arm = arm;
   p.key = key;
   p.wd = wd < 0 ? kNaN : wd;
-  std::vector<double> acc, best, gap;
+  std::vector<double> acc, best, gap, clean_gap;
   std::map<int64_t, int> seen;
   for (const RunResult* r : rs) {
     ++p.runs;
@@ -49,6 +49,7 @@ ArmPoint point_of(const std::string& arm, const BatchKey& key, double wd, const 
     acc.push_back(r->final_test_acc);
     best.push_back(r->best_test_acc);
     gap.push_back(r->gen_gap);
+    clean_gap.push_back(r->train_acc_clean - r->final_test_acc);  // NaN where either is
     if (!std::isnan(r->final_test_acc)) {
       p.by_seed[r->seed] = r->final_test_acc;
       ++seen[r->seed];
@@ -64,6 +65,7 @@ ArmPoint point_of(const std::string& arm, const BatchKey& key, double wd, const 
   p.acc_range = stats_of(acc);
   p.best = stats_of(best);
   p.gap = stats_of(gap);
+  p.clean_gap = stats_of(clean_gap);
   return p;
 }
 

@@ -44,7 +44,8 @@ struct ArmPoint {
   int64_t wd_tried = 1;
   MeanCI acc;              // final test accuracy over non-diverged runs
   Stats acc_range;         // min/max/std of the same values
-  Stats best, gap;         // best-epoch accuracy, generalization gap
+  Stats best, gap;         // best-epoch accuracy, generalization gap (given labels)
+  Stats clean_gap;         // train accuracy on the clean labels − test (runs that know it)
   int64_t runs = 0;        // at the chosen weight decay, diverged included
   int64_t diverged = 0;    // left out of acc
   int64_t collapsed = 0;   // in acc, flagged

@@ -371,6 +371,7 @@ RunResult parse_result(const Json& j, const std::string& path) {
   r.samples = integer(j, "samples_used", path, false, integer(j, "samples", path, false, -1));
   r.best_test_acc = num(j, "best_test_acc", path, false);
   r.train_acc = num(j, "train_acc", path, false);
+  r.train_acc_clean = num(j, "train_acc_clean", path, false);
   r.gen_gap = num(j, "gen_gap", path, false);
   r.time_to_best_s = num(j, "time_to_best_s", path, false);
   r.images_per_s = num(j, "images_per_s", path, false);

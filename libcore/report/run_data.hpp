@@ -25,6 +25,9 @@ struct RunResult {
   std::string arm;  // "full" | "filtered" | "random"
   int64_t seed = 0, ranks = 1, global_batch = 0, per_rank_batch = 0, samples = -1;
   double final_test_acc = kNaN, best_test_acc = kNaN, train_acc = kNaN, gen_gap = kNaN;
+  // train_acc and gen_gap are against the labels trained on (noisy where the data is);
+  // train_acc_clean against the dataset's clean labels where it has them (NaN: not known).
+  double train_acc_clean = kNaN;
   double time_to_best_s = kNaN, images_per_s = kNaN, images_per_s_per_rank = kNaN;
   double weight_decay = kNaN, lr = kNaN;
   size_t epochs_logged = 0;  // lines of metrics.jsonl (0 when absent)

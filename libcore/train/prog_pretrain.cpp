@@ -17,6 +17,7 @@
 #include "io/metrics.hpp"
 #include "io/output_set.hpp"
 #include "io/schemas.hpp"
+#include "train/clean_accuracy.hpp"
 #include "train/holdout.hpp"
 #include "train/programs.hpp"
 #include "train/trainer.hpp"
@@ -375,6 +376,18 @@ void run_sweep_point(ToolContext& ctx, const Sweep& sweep, int64_t index) {
   Trainer trainer(ctx.comm, opt, make_source(data, active, opt.global_batch, opt.seed, ctx.comm),
                   data.train, eval_split(data, data::Split::Test), data.meta,
                   run_dir + "/checkpoints", run_dir + "/metrics.jsonl", cfg.to_yaml());
+  // Where the dataset has clean labels, train accuracy against them too, on the same
+  // forward passes (train/clean_accuracy.hpp): the given labels' gap can be negative.
+  std::optional<CleanLabelAccuracy> clean = CleanLabelAccuracy::open(dataset);
+  std::optional<double> train_acc_clean;
+  if (clean) {
+    trainer.set_batch_hook([&](int64_t, const SplitData& d, const std::vector<int64_t>& rows,
+                               const float* logits, int k) { clean->record(d, rows, logits, k); });
+    trainer.set_epoch_hook([&](int64_t, Json& rec) {
+      train_acc_clean = clean->end_epoch(ctx.comm);
+      rec["train_acc_clean"] = train_acc_clean ? Json(*train_acc_clean) : Json(nullptr);
+    });
+  }
   TrainResult r;
   // A diverged run is a result of the sweep, not a failed task: it is recorded in
   // result.json ("diverged": true) and the program exits 0, so that one bad learning rate
@@ -418,6 +431,8 @@ void run_sweep_point(ToolContext& ctx, const Sweep& sweep, int64_t index) {
     j["final_test_loss"] = r.final_test_loss;
     j["train_acc"] = r.final_train_acc;
     j["train_loss"] = r.final_train_loss;
+    // null without clean labels (docs/formats.md); the gap stays against the given labels.
+    j["train_acc_clean"] = train_acc_clean ? Json(*train_acc_clean) : Json(nullptr);
     j["gen_gap"] = r.final_train_acc - r.final_test_acc;
     j["images_per_s"] = r.images_per_s;
     j["images_per_s_per_rank"] = r.images_per_s_per_rank;
@@ -437,7 +452,8 @@ void run_sweep_point(ToolContext& ctx, const Sweep& sweep, int64_t index) {
       j["diverged_at_step"] = diverged_step;
       j["last_eval_test_acc"] = r.final_test_acc >= 0 ? Json(r.final_test_acc) : Json(nullptr);
       for (const char* k : {"final_test_acc", "best_test_acc", "best_epoch", "time_to_best_s",
-                            "final_test_loss", "train_acc", "train_loss", "gen_gap"})
+                            "final_test_loss", "train_acc", "train_loss", "gen_gap",
+                            "train_acc_clean"})
         j[k] = nullptr;
     }
     write_resolved_config(run_dir + "/config.yaml", cfg.to_yaml());
