@@ -260,6 +260,7 @@ void cluster_filter_main(ToolContext& ctx) {
     ctx.comm.allreduce_sum(suggested.data(), suggested.size());  // disjoint rows
   }
   for (auto& v : suggested) v -= 1;  // -1: no probabilities
+  const bool fin_had_probs = fin.probs.width > 0;
   NoiseEstimate estimate;
   if (want_confident && fin.probs.width > 0)
     dets.push_back(detect_confident(ctx.comm, fin.probs, in.n, in.labels.data(), &estimate));
@@ -360,6 +361,7 @@ void cluster_filter_main(ToolContext& ctx) {
     put(f, "/random_keep", random_keep);
     put(f, "/sample_id", in.ids);
     put(f, "/labels", in.labels);
+    if (fin_had_probs) put(f, "/suggested_label", suggested);  // the model's most likely class
     f.create_group("/per_class");
     std::vector<int32_t> cls;
     std::vector<int64_t> samples, clusters, noise;

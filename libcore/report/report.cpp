@@ -237,7 +237,8 @@ void make_report(const Config& cfg, const ReportOptions& opt, const Comm& comm) 
     using Fn = void (*)(SectionContext&);
     const std::pair<const char*, Fn> sections[] = {
         {"overview", section_overview},     {"accuracy", section_accuracy},
-        {"reduction", section_reduction},   {"embedding", section_embedding},
+        {"reduction", section_reduction},   {"suspicious", section_suspicious},
+        {"embedding", section_embedding},
         {"throughput", section_throughput}, {"comm", section_comm},
         {"pretrain", section_pretrain},     {"estimates", section_estimates}};
     log::Progress progress("sections", std::size(sections), "sections");

@@ -28,6 +28,7 @@ struct SectionContext {
 void section_overview(SectionContext& c);
 void section_accuracy(SectionContext& c);
 void section_reduction(SectionContext& c);
+void section_suspicious(SectionContext& c);  // suspicious.cpp
 void section_embedding(SectionContext& c);
 void section_throughput(SectionContext& c);
 void section_pretrain(SectionContext& c);

@@ -130,7 +130,10 @@ void write_h5_inputs(const std::string& dir, bool with_filter) {
                          Det{"knn", 10, 9, 0.9, 0.9, 0.9, 0.95, {1, 1, .5f, .4f, .9f, .9f}}}) {
       const std::string g = std::string("/detectors/") + d.method;
       f.create_group(g);
-      f.write_small<float>(g + "/score", {kN}, std::vector<float>(kN, 0.5f));
+      // Scores: the truly noisy rows (i % 7 == 0) highest, later rows lower.
+      std::vector<float> score(kN);
+      for (int i = 0; i < kN; ++i) score[i] = (i % 7 == 0 ? 2.0f : 1.0f) - 0.01f * float(i);
+      f.write_small<float>(g + "/score", {kN}, score);
       f.write_small<uint8_t>(g + "/flag", {kN}, keep);
       f.write_small<float>(g + "/pr", {d.pr.size() / 3, 3}, d.pr);
       f.set_attr(g, "inputs", std::string(d.method) + " inputs");
@@ -228,6 +231,32 @@ TEST(ReportTool, FullRunDirectoryGivesTablesFiguresAndMatchingCsv) {
             std::string::npos)
       << md;
   EXPECT_EQ(read_csv(rep + "/data/detector_pr.csv").size(), 1u + 3 + 2);
+  // The most suspicious samples: 8 of each class's 10, by the chosen detector's score, the
+  // truly noisy ones (highest scores) first, as thumbnails 6x upscaled (8 px -> 48) in a
+  // 3 px frame: an 8 x 3 grid of 54 px cells.
+  {
+    auto sus = read_csv(rep + "/data/suspicious.csv");
+    ASSERT_EQ(sus.size(), 1u + 3 * 8);
+    std::map<std::string, std::vector<int64_t>> ids_of;
+    for (size_t r = 1; r < sus.size(); ++r) {
+      const int64_t id = std::stoll(sus[r][2]), i = id - 100;
+      EXPECT_EQ(sus[r][5], i % 7 == 0 ? "wrong" : "right") << id;
+      ids_of[sus[r][0]].push_back(i);
+    }
+    ASSERT_EQ(ids_of.size(), 3u);
+    // class "cat" (0): rows 0, 21 noisy, then 3, 6, 9, 12, 15, 18 by falling score.
+    EXPECT_EQ(ids_of["cat"], (std::vector<int64_t>{0, 21, 3, 6, 9, 12, 15, 18}));
+    const std::string png = slurp(rep + "/figures/suspicious.png");
+    ASSERT_GT(png.size(), 24u);
+    auto be32 = [&](size_t at) {
+      return (uint32_t(uint8_t(png[at])) << 24) | (uint32_t(uint8_t(png[at + 1])) << 16) |
+             (uint32_t(uint8_t(png[at + 2])) << 8) | uint32_t(uint8_t(png[at + 3]));
+    };
+    EXPECT_EQ(png.substr(1, 3), "PNG");
+    EXPECT_EQ(be32(16), 8u * 54);  // IHDR width
+    EXPECT_EQ(be32(20), 3u * 54);  // IHDR height
+    EXPECT_NE(html.find("figures/suspicious.png"), std::string::npos);
+  }
   for (const char* fig : {"detector_pr", "accuracy_vs_batch", "gen_gap_vs_batch", "tsne_scatter", "tsne_per_class",
                           "throughput_vs_ranks", "pretrain_curve", "predicted_scaling"}) {
     EXPECT_NE(html.find(std::string("figures/") + fig + ".png"), std::string::npos) << fig;
