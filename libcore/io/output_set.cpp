@@ -190,6 +190,8 @@ StageLock::StageLock(const Comm& comm, const std::string& dir, const std::string
   if (comm.is_root()) {
     try {
       file_ = std::make_unique<LockFile>((fs::path(dir.empty() ? "." : dir) / cat(".", name, ".lock")).string(), name);
+      // The stage's directory is ours now: temporaries that a killed run of it left go.
+      cleanup::sweep_orphans(dir.empty() ? "." : dir);
     } catch (const Error& e) {
       err = e.what();
     }

@@ -10,9 +10,16 @@
 dir="$(scratch signal_cleanup)"
 run="$dir/run"
 make_dataset "$run"
+host="$(hostname)"
+true &
+dead=$!  # a pid of this host that is not running
+wait "$dead"
+# A stage's lock sweeps its directory: a killed pretrain's temporary goes.
+mkdir -p "$run/pretrain"
+touch "$run/pretrain/model_early.json.tmp-$dead-$host"
 "$TOOLS/pretrain" --config "$CONFIG" --set run.dir="$run" "${TRAIN_SETS[@]}" --set pretrain.epochs=1 \
   >"$dir/pretrain.log" 2>&1 || { cat "$dir/pretrain.log"; fail "pretrain failed"; }
-host="$(hostname)"
+[ -e "$run/pretrain/model_early.json.tmp-$dead-$host" ] && fail "pretrain left a dead run's temporary"
 
 # signalled SIG WANT_RC GLOB CMD...: start CMD, send SIG once GLOB exists, expect WANT_RC
 # and nothing matching GLOB (nor a lock) afterwards.
@@ -45,9 +52,6 @@ signalled INT 130 "$run/.features.h5.tmp-*" "${features[@]}"
 signalled TERM 143 "$run/.report.tmp-*" "$TOOLS/report" --config "$CONFIG" --set run.dir="$run"
 
 # Orphans: of a dead pid of this host (removed), of this live shell and of another host (kept).
-true &
-dead=$!
-wait "$dead"
 mkdir "$run/.report.tmp-$dead-$host"
 touch "$run/.report.tmp-$dead-$host/index.html" "$run/.features.h5.tmp-$dead-$host" \
   "$run/config.yaml.tmp-$dead-$host" "$run/.features.h5.tmp-$$-$host" \
