@@ -2,12 +2,13 @@
 # Two Slurm nodes on this machine (label slurm): scripts/slurm_local.sh with
 # SIEVE_SLURM_NODES=2 puts the second node in a network namespace (veth pair, its own
 # hostname, its own slurmd; munged and the filesystem shared, as on a cluster).
-#  1. slurm/full_pipeline.sh runs configs/tiny.yaml at 2 nodes x 1 rank: every multi-rank stage
-#     logs its two ranks on two different hosts, each node-local rank 0; the HDF5 files the
-#     ranks write together (dataset, features) hold both ranks' rows; the outputs are complete.
-#  2. A node dies mid-pretrain (SIGKILL of its slurmd, slurmstepd and rank): Slurm marks it
-#     DOWN and requeues the job; once the node is back the job resumes from its last
-#     checkpoint (step > 0) and ends with every epoch in metrics.jsonl and the final model.
+# slurm/full_pipeline.sh runs configs/tiny.yaml at 2 nodes x 1 rank, and node 2 dies
+# mid-pretrain (SIGKILL of its slurmd, slurmstepd and rank):
+#  - Slurm marks it DOWN and requeues the job; once the node is back the job resumes from its
+#    last checkpoint (step > 0), metrics.jsonl holds every epoch once, and the chain completes;
+#  - every multi-rank stage logs its two ranks on two different hosts, each node-local rank 0;
+#    features.h5, written by both ranks through MPI-IO, holds both ranks' rows; the outputs
+#    are complete (check_run.py).
 # Skips (77), saying why, where Slurm or network namespaces are not available.
 set -uo pipefail
 SRC="${SIEVE_SOURCE_DIR:-$(cd "$(dirname "$0")/../.." && pwd)}"
@@ -51,49 +52,27 @@ check_placement() {
   done
 }
 
-# 1. the whole chain across two nodes
-run="$WORK/ok"
-timeout 600 slurm/full_pipeline.sh configs/tiny.yaml --wait --set run.dir="$run" \
-  --set slurm.nodes=2 --set slurm.ntasks_per_node=1 > "$WORK/ok.out" 2>&1 \
-  || { cat "$WORK/ok.out"; fail "pipeline did not complete on two nodes"; }
-grep -q "all stages completed" "$WORK/ok.out" || fail "no completion line"
-/usr/bin/python3 tests/support/check_run.py "$run" --sweep-runs 6 || fail "outputs incomplete"
-for stage in shard pretrain features embed filter; do
-  check_placement "$(ls "$run"/logs/tiny-"$stage"-[0-9]*.out)"
-done
-check_placement "$(ls "$run"/logs/tiny-sweep-*_0.out)"
-echo "ok: 7 stages on 2 nodes; every multi-rank stage ran rank 0 and 1 on $HOST1 and $HOST2, node rank 0 each"
-# dataset.h5 and features.h5 are written through MPI-IO by both ranks, one block of rows
-# each: both halves must hold data (a rank's missing write leaves zeros).
-/usr/bin/python3 - "$run" <<'PY' || fail "an HDF5 file written from two hosts lacks one rank's rows"
-import sys, h5py, numpy as np
-run = sys.argv[1]
-with h5py.File(f"{run}/features.h5", "r") as f:
-    x = f["/train/features"][...]
-    n = x.shape[0]
-    for name, part in (("first", x[: n // 2]), ("second", x[n // 2 :])):
-        zero = int((np.abs(part).sum(axis=1) == 0).sum())
-        assert zero == 0, f"features.h5: {zero} all-zero rows in the {name} half"
-print(f"ok: features.h5 {x.shape}: no empty row in either rank's half")
-PY
-
-# 2. a node dies mid-pretrain: requeue on node failure, resume from the checkpoint
-run2="$WORK/killed"
+# The whole chain at 2 nodes x 1 rank, pretrain long enough (12 epochs, a checkpoint each)
+# for node 2 to die under it. --wait polls in the background meanwhile.
+run="$WORK/run"
 epochs=12
-mkdir -p "$run2/logs"
-cp "$run/dataset.h5" "$run2/"
-# As full_pipeline.sh submits a training stage: --requeue, and the log appended to on requeue.
-jid=$(sbatch --parsable --export=ALL,SIEVE_ROOT="$SRC" --requeue --open-mode=append \
-      --nodes=2 --ntasks-per-node=1 -J tiny-pretrain -o "$run2/logs/%x-%j.out" slurm/stage.sh pretrain --config configs/tiny.yaml \
-      --set run.dir="$run2" --set pretrain.epochs=$epochs --set pretrain.checkpoint.every_epochs=1) \
-  || fail "sbatch of the pretrain stage failed"
+timeout 600 slurm/full_pipeline.sh configs/tiny.yaml --wait --set run.dir="$run" \
+  --set slurm.nodes=2 --set slurm.ntasks_per_node=1 \
+  --set pretrain.epochs=$epochs --set pretrain.checkpoint.every_epochs=1 > "$WORK/pipeline.out" 2>&1 &
+pipe=$!
+trap 'kill $pipe 2>/dev/null; slurm_test_cleanup' EXIT
 t0=$SECONDS
-until ls "$run2"/pretrain/checkpoints/*.h5 >/dev/null 2>&1; do
-  [ $((SECONDS - t0)) -lt 120 ] || fail "no checkpoint appeared"
+until ls "$run"/pretrain/checkpoints/*.h5 >/dev/null 2>&1; do
+  kill -0 $pipe 2>/dev/null || { cat "$WORK/pipeline.out"; fail "pipeline ended before pretrain checkpointed"; }
+  [ $((SECONDS - t0)) -lt 180 ] || fail "no pretrain checkpoint appeared"
   sleep 0.2
 done
+jid="$(sed -n 's/^full_pipeline: pretrain -> job \([0-9]*\)$/\1/p' "$WORK/pipeline.out")"
+[ -n "$jid" ] || fail "no pretrain job id in $(cat "$WORK/pipeline.out")"
+
+# Node 2 dies mid-pretrain: its slurmd, slurmstepd and rank 1 are SIGKILLed at once.
 "$SRC/scripts/slurm_local.sh" crash-node2 || fail "could not kill $HOST2"
-echo "ok: killed $HOST2 (slurmd, job steps) $((SECONDS - t0)) s into job $jid"
+echo "ok: killed $HOST2 (slurmd, job step, rank) after pretrain job $jid's first checkpoint"
 # Slurm notices the silent node after SlurmdTimeout, marks it DOWN and requeues the job.
 t0=$SECONDS
 until scontrol show job "$jid" 2>/dev/null | grep -q 'Restarts=[1-9]'; do
@@ -103,27 +82,45 @@ done
 state="$(sinfo -h -n "$HOST2" -o %T)"
 case "$state" in down*) ;; *) fail "$HOST2 is '$state' after its death, expected down" ;; esac
 echo "ok: $HOST2 DOWN, job $jid requeued after $((SECONDS - t0)) s"
-# The node reboots: its slurmd registers again and the job runs on both nodes.
+# The node reboots: its slurmd registers again, the job runs on both nodes and the chain
+# goes on.
 "$SRC/scripts/slurm_local.sh" boot-node2 || fail "could not restart $HOST2"
-t0=$SECONDS
-while squeue -h -j "$jid" 2>/dev/null | grep -q .; do
-  [ $((SECONDS - t0)) -lt 180 ] || fail "requeued job $jid did not finish: $(squeue -j "$jid"; sinfo -N)"
-  sleep 1
-done
-log2="$run2/logs/tiny-pretrain-$jid.out"
-grep -q "restart 1" "$log2" || fail "job was not restarted: $(tail -5 "$log2")"
-grep -q "CANCELLED .* DUE TO NODE FAILURE" "$log2" || fail "the first run did not end by the node failure"
-step="$(sed -n 's/.*resuming from .*, step \([0-9]*\)).*/\1/p' "$log2" | tail -1)"
+wait $pipe || { cat "$WORK/pipeline.out"; fail "pipeline did not complete after the node failure"; }
+grep -q "all stages completed" "$WORK/pipeline.out" || fail "no completion line"
+
+# The killed pretrain: requeued, resumed from its checkpoint, every epoch once.
+log="$run/logs/tiny-pretrain-$jid.out"
+grep -q "CANCELLED .* DUE TO NODE FAILURE" "$log" || fail "the first run did not end by the node failure"
+grep -q "restart 1" "$log" || fail "job was not restarted: $(tail -5 "$log")"
+step="$(sed -n 's/.*resuming from .*, step \([0-9]*\)).*/\1/p' "$log" | tail -1)"
 [ -n "$step" ] && [ "$step" -gt 0 ] || fail "restarted job did not resume from a checkpoint (step '$step')"
-[ "$(grep -c '2 ranks on 2 nodes' "$log2")" = 2 ] || fail "not both runs spanned the two nodes"
-check_placement "$log2"
-[ -f "$run2/pretrain/model.h5" ] || fail "resumed training wrote no model.h5"
-/usr/bin/python3 - "$run2/pretrain/metrics.jsonl" "$epochs" <<'PY' || fail "metrics.jsonl lost or repeated epochs"
+[ "$(grep -c '2 ranks on 2 nodes' "$log")" = 2 ] || fail "not both runs of pretrain spanned the two nodes"
+/usr/bin/python3 - "$run/pretrain/metrics.jsonl" "$epochs" <<'PY' || fail "metrics.jsonl lost or repeated epochs"
 import json, sys
 path, want = sys.argv[1], int(sys.argv[2])
-epochs = [json.loads(l)["epoch"] for l in open(path) if l.strip() and "epoch" in json.loads(l)]
+epochs = [json.loads(l)["epoch"] for l in open(path) if l.strip()]
 assert epochs == list(range(1, want + 1)), f"{path}: epochs {epochs}, expected 1..{want}"
 print(f"ok: metrics.jsonl has epochs 1..{want}, each once")
 PY
-echo "ok: requeued job resumed from step $step and finished all $epochs epochs"
+echo "ok: requeued pretrain resumed from step $step and finished all $epochs epochs"
+
+# Every stage: complete outputs, and each multi-rank stage on both hosts at node rank 0.
+/usr/bin/python3 tests/support/check_run.py "$run" --sweep-runs 6 || fail "outputs incomplete"
+for stage in shard pretrain features embed filter; do
+  check_placement "$(ls "$run"/logs/tiny-"$stage"-[0-9]*.out)"
+done
+check_placement "$(ls "$run"/logs/tiny-sweep-*_0.out)"
+echo "ok: 7 stages on 2 nodes; every multi-rank stage ran rank 0 and 1 on $HOST1 and $HOST2, node rank 0 each"
+# features.h5 is written through MPI-IO by both ranks, one block of rows each: both halves
+# must hold data (a rank's missing write leaves the fill value, zeros).
+/usr/bin/python3 - "$run" <<'PY' || fail "features.h5, written from two hosts, lacks one rank's rows"
+import sys, h5py, numpy as np
+with h5py.File(f"{sys.argv[1]}/features.h5", "r") as f:
+    x = f["/train/features"][...]
+n = x.shape[0]
+for name, part in (("first", x[: n // 2]), ("second", x[n // 2 :])):
+    zero = int((np.abs(part).sum(axis=1) == 0).sum())
+    assert zero == 0, f"features.h5: {zero} all-zero rows in the {name} half"
+print(f"ok: features.h5 {x.shape}: no empty row in either rank's half")
+PY
 echo "two_nodes: OK"
