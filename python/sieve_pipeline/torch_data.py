@@ -23,7 +23,7 @@ class SieveDataset(Dataset):
     normalised by the dataset's mean/std; see DatasetRows), label an int (the given label).
     ``transform`` / ``target_transform`` are applied to x / label. Works with
     DistributedSampler and DataLoader workers: each process opens dataset.h5 itself and
-    reads only its rows; a batched fetch (``__getitems__``, torch >= 2.2) reads a whole
+    reads only its rows; a batched fetch (``__getitems__``, torch 2.x) reads a whole
     batch in one HDF5 call.
     """
 
