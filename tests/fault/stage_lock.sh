@@ -48,9 +48,6 @@ echo "  extract_features: exit 1: $line"
 rm -f "$run/.features.h5.lock"
 
 # run_local.sh: a pipeline holding the run's lock (flock, as run_local.sh takes it).
-cfg="$dir/run.yaml"
-sed "s|^\( *dir:\).*|\1 $run|" "$CONFIG" >"$cfg"
-grep -q "dir: $run" "$cfg" || fail "could not point $cfg at $run"
 (
   exec 9>>"$run/.run_local.lock"
   flock 9
@@ -59,7 +56,8 @@ grep -q "dir: $run" "$cfg" || fail "could not point $cfg at $run"
 ) &
 sub=$!
 sleep 0.5
-PATH="$TOOLS:$PATH" "$root/pipelines/run_local.sh" "$cfg" --only shard --np 1 >"$dir/local.log" 2>&1
+PATH="$TOOLS:$PATH" "$root/pipelines/run_local.sh" "$CONFIG" --set run.dir="$run" --only shard --np 1 \
+  >"$dir/local.log" 2>&1
 rc=$?
 kill "$sub" 2>/dev/null
 wait "$sub" 2>/dev/null
