@@ -10,7 +10,8 @@ install(DIRECTORY configs pipelines slurm docs DESTINATION ${SIEVE_SHARE} USE_SO
 install(FILES README.md DESTINATION ${SIEVE_SHARE})
 # What the pipeline and Slurm scripts source, and the local test cluster to try them on.
 install(PROGRAMS scripts/env.sh scripts/slurm_local.sh DESTINATION ${SIEVE_SHARE}/scripts)
-# The Python package's sources (PYTHONPATH in the module; `pip install $SIEVE_ROOT/python`).
+# The Python package's sources: on PYTHONPATH with the module (pip would build inside this
+# directory, which users cannot write: to pip-install it, copy it first).
 install(DIRECTORY python DESTINATION ${SIEVE_SHARE}
         PATTERN "__pycache__" EXCLUDE PATTERN "*.egg-info" EXCLUDE PATTERN "build" EXCLUDE)
 configure_file(${CMAKE_CURRENT_LIST_DIR}/sieve.lua.in ${CMAKE_BINARY_DIR}/sieve.lua @ONLY)

@@ -75,15 +75,16 @@ sbatch --wait --output="$wd/submit.out" "$SIEVE_ROOT/slurm/full_pipeline.sh" \
   { cat "$WORK/sbatch.out" "$wd/submit.out"; fail "the submitting job failed"; }
 cat "$wd/submit.out"
 run="$wd/runs/tiny"
-[ -s "$run/logs/jobs.txt" ] || fail "no $run/logs/jobs.txt: run.dir not taken from the working directory"
+# fail() shows the job logs under $WORK: copy the run's there first.
+fail_run() { mkdir -p "$WORK/run" && cp -r "$run/logs" "$WORK/run/" 2>/dev/null; fail "$@"; }
+[ -s "$run/logs/jobs.txt" ] || fail_run "no $run/logs/jobs.txt: run.dir not taken from the working directory"
 t0=$SECONDS
 for id in $(cat "$run/logs/jobs.txt"); do
   while squeue -h -j "$id" 2>/dev/null | grep -q .; do
-    [ $((SECONDS - t0)) -lt 400 ] || fail "job $id still queued after 400 s"
+    [ $((SECONDS - t0)) -lt 400 ] || fail_run "job $id still queued after 400 s"
     sleep 2
   done
 done
-mkdir -p "$WORK/run" && cp -r "$run/logs" "$WORK/run/" 2>/dev/null  # for fail()'s log tails
-[ -s "$run/report/index.html" ] || fail "no report at $run/report/index.html"
-[ ! -e "$prefix/share/sieve/runs" ] || fail "the pipeline wrote under the prefix"
+[ -s "$run/report/index.html" ] || fail_run "no report at $run/report/index.html"
+[ ! -e "$prefix/share/sieve/runs" ] || fail_run "the pipeline wrote under the prefix"
 echo "installed_module: OK (report at $run/report/index.html, $((SECONDS - t0)) s after submission)"
