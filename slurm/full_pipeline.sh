@@ -68,6 +68,9 @@ opt() {  # opt FLAG KEY: add --FLAG=value when the key is set (non-empty, non-ze
   v="$(get "$2")"
   if [ -n "$v" ] && [ "$v" != 0 ]; then common+=("--$1=$v"); fi
 }
+# slurm.requeue=false must say so: JobRequeue=1 (Slurm's default) requeues a batch job that
+# lost a node whether or not it asked for --requeue.
+[ "$requeue" = true ] || common+=(--no-requeue)
 opt partition slurm.partition
 opt account slurm.account
 opt qos slurm.qos

@@ -123,4 +123,15 @@ for name, part in (("first", x[: n // 2]), ("second", x[n // 2 :])):
     assert zero == 0, f"features.h5: {zero} all-zero rows in the {name} half"
 print(f"ok: features.h5 {x.shape}: no empty row in either rank's half")
 PY
+
+# slurm.requeue=false: no job of the chain may be requeued, not even after a node failure
+# (the cluster's JobRequeue=1 would otherwise requeue it). Submitted, inspected, cancelled.
+slurm/full_pipeline.sh configs/tiny.yaml --set run.dir="$WORK/norequeue" --set slurm.nodes=2 \
+  --set slurm.requeue=false > "$WORK/norequeue.out" 2>&1 || fail "submission failed: $(cat "$WORK/norequeue.out")"
+ids="$(sed -n 's/^full_pipeline: [a-z]* -> job \([0-9]*\)$/\1/p' "$WORK/norequeue.out" | tr '\n' ' ')"
+[ -n "$ids" ] || fail "no job ids in $(cat "$WORK/norequeue.out")"
+flags="$(for j in $ids; do scontrol show job "$j" | grep -o 'Requeue=[0-9]' | head -n 1; done | sort -u)"
+scancel $ids
+[ "$flags" = "Requeue=0" ] || fail "slurm.requeue=false left jobs requeueable: $flags"
+echo "ok: slurm.requeue=false submits every stage with Requeue=0"
 echo "two_nodes: OK"
