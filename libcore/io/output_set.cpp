@@ -245,7 +245,9 @@ void OutputSet::begin(const std::string& resume_run_id) {
       char buf[17];
       std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(g()));
       run_id_ = buf;
-    } else if (run_id_of((fs::path(dir_) / members_.back()).string()) == run_id_) {
+    } else if (std::any_of(members_.begin(), members_.end(), [&](const std::string& m) {
+                 return run_id_of((fs::path(dir_) / m).string()) == run_id_;
+               })) {
       // Resuming the committed run (it finished; more epochs or a repeat): it continues from
       // its own set.
       for (const auto& m : members_)

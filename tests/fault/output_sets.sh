@@ -68,6 +68,14 @@ read -r id_model id_early <<<"$(run_ids)"
 [ -e "$run/pretrain/.pretrain.staging" ] && fail "staging directory left after the commit"
 echo "  --resume: one new set (run $id_model)"
 
+# A finished run resumed for one more epoch continues from its own committed set.
+pre --resume --overwrite --set pretrain.epochs=3 >"$dir/more.log" 2>&1 ||
+  { cat "$dir/more.log"; fail "--resume for a third epoch failed"; }
+epochs="$("$PY" -c 'import json,sys; print([json.loads(l)["epoch"] for l in open(sys.argv[1])])' "$run/pretrain/metrics.jsonl")"
+[ "$epochs" = "[1, 2, 3]" ] || fail "after a third epoch metrics.jsonl epochs are $epochs"
+[ "$(run_ids)" = "$id_model $id_model " ] || fail "a third epoch changed the run ids to $(run_ids)"
+echo "  --resume for a third epoch: metrics epochs $epochs, run $id_model"
+
 # A mix made by hand (as a crash during the commit or an older Sieve could leave it).
 cp "$dir/first_early.h5" "$run/pretrain/model_early.h5"
 "$TOOLS/extract_features" --config "$CONFIG" --set run.dir="$run" >"$dir/mixed.log" 2>&1
