@@ -83,6 +83,21 @@ try:
 except sp.LineageError as e:
     check(flt_path in str(e) and other_ds in str(e), f"the error names not both files: {e}")
     print(f"  refused: {e}")
+# A derived file without a dataset_fingerprint (hand-made, older) and a file of another
+# schema are refused too, as the C++ readers refuse them.
+import shutil, tempfile  # noqa: E401,E402
+tmp = tempfile.mkdtemp(dir=other_dir)
+bare = os.path.join(tmp, "filter.h5")
+shutil.copy(flt_path, bare)
+with h5py.File(bare, "r+") as f:
+    del f.attrs["dataset_fingerprint"]
+for kwargs, want in (({"filter": bare}, "no 'dataset_fingerprint'"),
+                     ({"filter": os.path.join(run_dir, "features.h5")}, "expected 'sieve.filter/1'")):
+    try:
+        sp.Run(run_dir, **kwargs)
+        check(False, f"accepted {kwargs}")
+    except sp.SieveFileError as e:
+        check(want in str(e), f"{kwargs}: {e}")
 try:
     sp.Run(run_dir, dataset=other_ds)
     check(False, "another dataset under this run's derived files was accepted")
