@@ -27,9 +27,10 @@ packages=(
   slurm-wlm slurmctld slurmd slurm-client munge libpmix-bin
   # report: plotting, headless browser check
   gnuplot-nox chromium
-  # peers for benchmarks and file checks; venv + setuptools: the python/ package's test
+  # peers for benchmarks and file checks; venv + setuptools + wheel: the python/ package's test
   # installs it into a fresh venv over these (tests/pipeline/python_package.sh)
   python3-h5py python3-numpy python3-sklearn python3-yaml python3-venv python3-setuptools
+  python3-wheel
   # Lmod: the module file that `cmake --install` writes (tests/slurm/installed_module.sh)
   lmod
   # real image data (30 MB): Fashion-MNIST's IDX files under /usr/share/datasets/fashion-mnist,
