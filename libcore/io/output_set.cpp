@@ -107,9 +107,9 @@ std::string stale_reason(const std::map<std::string, std::string>& kv, const std
 
 LockFile::LockFile(std::string path, const std::string& what)
     : path_(std::move(path)), dir_(fs::path(path_).parent_path().string()) {
-  const std::string mine = cat("host=", cleanup::host(), " pid=", getpid(), " ticks=",
-                               start_ticks(getpid()), " ", slurm_text(), "start=", now_text(),
-                               " tool=", what, "\n");
+  mine_ = cat("host=", cleanup::host(), " pid=", getpid(), " ticks=", start_ticks(getpid()), " ",
+               slurm_text(), "start=", now_text(), " tool=", what, "\n");
+  const std::string& mine = mine_;
   for (int attempt = 0; attempt < 3; ++attempt) {
     int fd = open(path_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
     if (fd >= 0) {
@@ -169,7 +169,7 @@ LockFile::~LockFile() {
     if (it != g_locked_dirs.end()) g_locked_dirs.erase(it);
   }
   // Only our own lock: after a takeover by another process (ours looked stale) it is theirs.
-  if (parse_lock(read_small(path_))["pid"] == std::to_string(getpid())) unlink(path_.c_str());
+  if (read_small(path_) == mine_) unlink(path_.c_str());
   cleanup::forget(path_);
 }
 

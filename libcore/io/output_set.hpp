@@ -34,7 +34,7 @@ class LockFile {
   const std::string& path() const { return path_; }
 
  private:
-  std::string path_, dir_;
+  std::string path_, dir_, mine_;  // mine_: what this process wrote into it
 };
 
 // Whether this process holds a stage lock on a directory that contains `path`.
