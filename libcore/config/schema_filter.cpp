@@ -7,11 +7,12 @@ void add_filter_keys(ConfigSchema& s) {
   s.add_string("filter.method", "knn",
                "noise detector whose decision makes /keep: knn (label vote of the nearest "
                "neighbours in feature space), confident (confident learning on class "
-               "probabilities), dbscan (the paper's: DBSCAN per class on the embedding), gmm or "
-               "kmeans; consensus (rank average of knn and confident, flagging per class as "
-               "many as the confident joint estimates wrong) (docs/detection.md; the names are "
-               "cluster/detectors.cpp's registry)",
-               {"consensus", "knn", "confident", "dbscan", "gmm", "kmeans"});
+               "probabilities), dynamics (area under the margin over pretrain's epochs), dbscan "
+               "(the paper's: DBSCAN per class on the embedding), gmm or kmeans; consensus (rank "
+               "average of knn, confident and dynamics, flagging per class as many as the "
+               "confident joint estimates wrong) (docs/detection.md; the names are "
+               "cluster/detectors.cpp's registry, which a test holds equal to this list)",
+               {"consensus", "knn", "confident", "dynamics", "dbscan", "gmm", "kmeans"});
   // 0.5: a detector that calls most of a class noise is misconfigured (DBSCAN's eps 0.5 on a
   // t-SNE map spanning +-50 flagged 93-99 %), and the filtered arm would train on the rest.
   s.add_float("filter.max_flagged", 0.5,

@@ -10,6 +10,7 @@
 #include "cluster/detect.hpp"
 #include "cluster/detectors.hpp"
 #include "cluster/inputs.hpp"
+#include "config/sections.hpp"
 #include "util/error.hpp"
 
 using namespace sieve;
@@ -108,6 +109,12 @@ TEST(ClusterCalibrate, RegistryKnowsEveryDetectorOnce) {
     EXPECT_FALSE(d.looks_at.empty()) << d.name;
     EXPECT_FALSE(d.description.empty()) << d.name;
   }
+  // filter.method's allowed values are the registry's names, in its order.
+  const KeySpec* key = pipeline_schema().find("filter.method");
+  ASSERT_NE(key, nullptr);
+  std::vector<std::string> registered;
+  for (const auto& d : detectors()) registered.push_back(d.name);
+  EXPECT_EQ(key->choices, registered);
   EXPECT_EQ(detector("knn").name, "knn");
   EXPECT_TRUE(detector("dbscan").clusters);
   EXPECT_TRUE(detector("consensus").needs_probs && detector("consensus").needs_features);

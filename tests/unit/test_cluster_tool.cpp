@@ -386,6 +386,71 @@ TEST(ClusterFilterTool, ConsensusFollowsTheEstimatedNoiseRate) {
       << log;
 }
 
+// The training-dynamics detector reads pretrain's per-epoch margins (here: the background
+// rows' margins are negative in most epochs, the others positive; every 10th sample was
+// held out and has none). It flags per class as many as the confident joint estimates; the
+// consensus averages its rank in. A dynamics file of other samples is an error naming it.
+TEST(ClusterFilterTool, DynamicsDetectorReadsTheMarginsOfEveryEpoch) {
+  std::string dir = test::scratch_dir("cluster_tool_dynamics");
+  Synthetic s = make_synthetic(3, 300, 4);
+  write_compare_inputs(dir, s);
+  const int epochs = 4;
+  const size_t n = s.ids.size();
+  std::vector<float> margin(epochs * n);
+  for (int e = 0; e < epochs; ++e)
+    for (size_t i = 0; i < n; ++i)
+      margin[e * n + i] = i % 10 == 5 ? std::nanf("")
+                          : s.noise[i] ? (e == 3 ? 0.5f : -1.0f - 0.001f * float(i))
+                                       : 1.0f + 0.001f * float(i % 97);
+  {
+    h5::File f = h5::File::create(dir + "/dyn.h5");
+    put(f, "/margin", margin, {hsize_t(epochs), hsize_t(n)});
+    put(f, "/sample_id", s.ids, {n});
+    put(f, "/labels", s.labels, {n});
+    h5::stamp(f, schema::kDynamics, "");
+  }
+  const std::string io = "--input " + dir + "/emb.h5 --features " + dir + "/feat.h5 --truth " +
+                         dir + "/data.h5 --dynamics " + dir + "/dyn.h5 --output " + dir;
+  std::string log;
+  ASSERT_EQ(run(io + "/filter.h5 --set filter.method=dynamics", &log), 0) << log;
+  h5::File f = h5::File::open(dir + "/filter.h5");
+  EXPECT_EQ(f.attr_string("/", "method"), "dynamics");
+  // Held-out noisy rows have no margins: they score the median and are missed.
+  int64_t truth = 0, missed = 0;
+  for (size_t i = 0; i < n; ++i) {
+    truth += s.noise[i];
+    missed += s.noise[i] && i % 10 == 5;
+  }
+  EXPECT_EQ(f.attr_int("/detectors/dynamics", "hits"), truth - missed);
+  EXPECT_EQ(f.attr_int("/detectors/dynamics", "flagged"), truth);  // the estimated count
+  EXPECT_GT(f.attr_double("/detectors/dynamics", "auroc"), 0.95);
+  ASSERT_TRUE(f.exists("/detectors/consensus/score"));
+  EXPECT_DOUBLE_EQ(f.attr_double("/detectors/consensus", "f1"), 1.0);
+  // Margins of other samples: refused, naming the file.
+  {
+    std::vector<int64_t> other(s.ids);
+    other[0] = 99999999;
+    h5::File g = h5::File::create(dir + "/dyn_other.h5");
+    put(g, "/margin", margin, {hsize_t(epochs), hsize_t(n)});
+    put(g, "/sample_id", other, {n});
+    h5::stamp(g, schema::kDynamics, "");
+  }
+  EXPECT_EQ(run("--input " + dir + "/emb.h5 --features " + dir + "/feat.h5 --dynamics " + dir +
+                    "/dyn_other.h5 --set filter.method=dynamics --output " + dir + "/other.h5",
+                &log),
+            1)
+      << log;
+  EXPECT_NE(log.find("dyn_other.h5: sample id"), std::string::npos) << log;
+  EXPECT_FALSE(fs::exists(dir + "/other.h5"));
+  // Without the file: one line naming what is missing.
+  EXPECT_EQ(run("--input " + dir + "/emb.h5 --features " + dir +
+                    "/feat.h5 --set filter.method=dynamics --output " + dir + "/none.h5",
+                &log),
+            2)
+      << log;
+  EXPECT_NE(log.find("--dynamics"), std::string::npos) << log;
+}
+
 // filter.max_flagged: a detector that would flag most of a class is refused in one line
 // naming the key (the paper's fixed eps on a map of another scale flags nearly everything),
 // with no output; a compared detector that would is only noted.
