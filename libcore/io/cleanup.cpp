@@ -10,6 +10,7 @@
 #include <fstream>
 #include <mutex>
 #include <regex>
+#include <sstream>
 #include <thread>
 
 #include "util/error.hpp"
@@ -124,10 +125,20 @@ bool pid_alive(long pid) {
   if (pid <= 0 || (kill(pid_t(pid), 0) != 0 && errno != EPERM)) return false;
   // A zombie (killed, not yet reaped: mpirun has returned, init not yet collected it) is
   // gone as far as its files are concerned.
+  return proc_stat_field(pid, 3) != "Z";
+}
+
+std::string proc_stat_field(long pid, int n) {
   std::ifstream in(cat("/proc/", pid, "/stat"));
   std::string s((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  // Field 2 is the command name in parentheses, which may hold spaces: count after it.
   const size_t close = s.rfind(')');
-  return close == std::string::npos || close + 2 >= s.size() || s[close + 2] != 'Z';
+  if (close == std::string::npos || n < 3) return "";
+  std::istringstream rest(s.substr(close + 1));
+  std::string field;
+  for (int i = 3; i <= n; ++i)
+    if (!(rest >> field)) return "";
+  return field;
 }
 
 void sweep_orphans(const std::string& dir) {

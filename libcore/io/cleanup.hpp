@@ -39,8 +39,11 @@ void install_signal_handlers();
 // (".NAME.old-PID-HOST") goes back to NAME when NAME is missing, else it is removed. One log
 // line per path. Rank-local; errors are ignored (a best effort).
 void sweep_orphans(const std::string& dir);
-// Whether process `pid` on this host is running (kill(pid, 0)).
+// Whether process `pid` on this host is running (kill(pid, 0); a zombie is not).
 bool pid_alive(long pid);
+// Field `n` (1-based, as in proc(5): 3 = state, 22 = start time) of /proc/PID/stat, "" if
+// unreadable.
+std::string proc_stat_field(long pid, int n);
 
 // create_directories that records each directory it made. Returns whether `path` is a
 // directory afterwards; `ec` as for std::filesystem.

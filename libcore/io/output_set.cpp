@@ -32,18 +32,10 @@ std::mutex g_mu;
 std::vector<std::string> g_locked_dirs;  // directories of the stage locks this process holds
 std::string g_run_id;
 
-// Field 22 of /proc/PID/stat: the process's start time in clock ticks since boot. With the
-// pid it names one process, so a pid reused by a younger process is not the lock's holder.
+// The process's start time in clock ticks since boot. With the pid it names one process, so
+// a pid reused by a younger process is not the lock's holder.
 std::string start_ticks(long pid) {
-  std::ifstream in(cat("/proc/", pid, "/stat"));
-  std::string s((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  const size_t close = s.rfind(')');
-  if (close == std::string::npos) return "";
-  std::istringstream rest(s.substr(close + 1));
-  std::string field;
-  for (int i = 3; i <= 22 && (rest >> field); ++i)
-    if (i == 22) return field;
-  return "";
+  return cleanup::proc_stat_field(pid, 22);
 }
 
 std::map<std::string, std::string> parse_lock(const std::string& text) {
