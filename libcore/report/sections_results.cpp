@@ -264,7 +264,9 @@ void section_accuracy(SectionContext& c) {
               "memorise them is scored wrong on them, so this gap can be negative, and the "
               "filtered arm's looks better only because its wrong labels are gone. Gen. gap "
               "(clean labels): train accuracy on the dataset's clean labels (/train/clean_labels, "
-              "counted on the same training passes) − test accuracy."
+              "counted on the same training passes) − test accuracy. Both are running "
+              "accuracies over the last epoch's augmented batches in training mode (and "
+              "outlier images have no class to learn), so the second can stay below zero too."
             : "Gen. gap: train accuracy on the labels the run trained on (running accuracy of "
               "the last epoch) − test accuracy.");
   std::vector<std::string> head{"global batch", "arm", "seeds", "mean % ± 95 % CI", "range %",
