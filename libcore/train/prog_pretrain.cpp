@@ -5,6 +5,7 @@
 #include <iostream>
 #include <map>
 #include <memory>
+#include <optional>
 
 #include <regex>
 
@@ -18,6 +19,7 @@
 #include "io/output_set.hpp"
 #include "io/schemas.hpp"
 #include "train/clean_accuracy.hpp"
+#include "train/dynamics.hpp"
 #include "train/holdout.hpp"
 #include "train/programs.hpp"
 #include "train/trainer.hpp"
@@ -120,7 +122,8 @@ void pretrain_main(ToolContext& ctx) {
   auto name_of = [](const std::string& p) { return fs::path(p).filename().string(); };
   OutputSet set(ctx.comm, "pretrain", dir,
                 {"metrics.jsonl", name_of(early_info), name_of(config_sidecar_path(early)),
-                 name_of(early), name_of(config_sidecar_path(output)), name_of(output)});
+                 name_of(early), name_of(config_sidecar_path(output)), name_of(output),
+                 kDynamicsFile});
   const std::string ckpt_dir = dir + "/checkpoints";
   prepare_checkpoint_dir(ctx, ckpt_dir, resume);
 
@@ -169,8 +172,19 @@ void pretrain_main(ToolContext& ctx) {
   }
   ctx.comm.bcast(&best, 1);
   ctx.comm.bcast(&best_epoch, 1);
-  if (holdout > 0) {
-    trainer.set_epoch_hook([&](int64_t epoch, Json& rec) {
+  // Training dynamics (train/dynamics.hpp): margins from every training forward pass.
+  std::optional<TrainingDynamics> dynamics;
+  if (ctx.cfg.get_bool("pretrain.dynamics")) {
+    dynamics.emplace(data.train, opt.epochs);
+    trainer.set_batch_hook([&](int64_t epoch, const SplitData& d, const std::vector<int64_t>& rows,
+                               const float* logits, int k) {
+      dynamics->record(epoch, d, rows, logits, k);
+    });
+  }
+  trainer.set_epoch_hook([&](int64_t epoch, Json& rec) {
+    if (dynamics) dynamics->end_epoch(ctx.comm, epoch - 1);
+    if (holdout <= 0) return;
+    {
       auto [loss, acc] = trainer.evaluate(holdout_rows, &split.holdout);
       rec["holdout_loss"] = loss;
       rec["holdout_acc"] = acc;
@@ -190,8 +204,8 @@ void pretrain_main(ToolContext& ctx) {
       }
       log::info(cat("epoch ", epoch, ": held-out acc ", acc, " (best ", best, " at epoch ",
                     best_epoch, ")"));
-    });
-  }
+    }
+  });
   TrainResult r;
   try {
     r = trainer.run(resume);
@@ -200,6 +214,8 @@ void pretrain_main(ToolContext& ctx) {
   }
   // Into the staging directory (the final name was checked up front), then the whole set.
   save_model(set.staged(name_of(output)), trainer.model(), ctx.cfg.to_yaml(), from, true, ctx.comm);
+  if (dynamics)
+    write_dynamics(ctx.comm, set.staged(kDynamicsFile), *dynamics, ctx.cfg.to_yaml(), from);
   set.commit();
   log::info(cat("wrote ", output, ": train acc ", r.final_train_acc, ", ",
                 r.final_test_acc < 0 ? std::string("no test split")
@@ -409,6 +425,7 @@ void run_sweep_point(ToolContext& ctx, const Sweep& sweep, int64_t index) {
     Json j;
     j["sweep_index"] = index;
     for (auto& [k, v] : sweep.values(index)) j["sweep"][k] = v;
+    for (auto& [k, v] : result_keys(cfg)) j["config"][k] = v;
     j["arm"] = arm;
     j["seed"] = int64_t(opt.seed);
     j["weight_decay"] = opt.opt.weight_decay;
@@ -425,7 +442,6 @@ void run_sweep_point(ToolContext& ctx, const Sweep& sweep, int64_t index) {
     j["steps"] = r.steps;
     j["final_test_acc"] = r.final_test_acc;
     j["best_test_acc"] = r.best_test_acc;
-    for (auto& [k, v] : result_keys(cfg)) j["config"][k] = v;
     j["best_epoch"] = r.best_epoch;
     j["time_to_best_s"] = r.time_to_best_s;
     j["final_test_loss"] = r.final_test_loss;
