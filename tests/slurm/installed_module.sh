@@ -23,7 +23,7 @@ for t in "${tools[@]}"; do
   [ -x "$build/tools/$t" ] || { echo "skip: $build/tools/$t not built"; exit 77; }
 done
 . "$SRC/tests/slurm/slurm_common.bash"
-slurm_test_setup installed "${SIEVE_SLURM_INSTALLED_PORT:-6867}"
+slurm_test_setup installed "${SIEVE_SLURM_INSTALLED_PORT:-6877}"
 # The working directory: outside the checkout (and its build tree).
 wd="$(mktemp -d /tmp/sieve-installed-wd.XXXXXX)"
 trap 'slurm_test_cleanup; rm -rf "$wd"' EXIT
