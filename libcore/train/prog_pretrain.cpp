@@ -122,8 +122,8 @@ void pretrain_main(ToolContext& ctx) {
   auto name_of = [](const std::string& p) { return fs::path(p).filename().string(); };
   OutputSet set(ctx.comm, "pretrain", dir,
                 {"metrics.jsonl", name_of(early_info), name_of(config_sidecar_path(early)),
-                 name_of(early), name_of(config_sidecar_path(output)), name_of(output),
-                 kDynamicsFile});
+                 name_of(early), kDynamicsFile, name_of(config_sidecar_path(output)),
+                 name_of(output)});  // model.h5 last: the member readers open first
   const std::string ckpt_dir = dir + "/checkpoints";
   prepare_checkpoint_dir(ctx, ckpt_dir, resume);
 
