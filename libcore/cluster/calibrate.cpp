@@ -15,10 +15,10 @@ int64_t NoiseEstimate::total() const {
 
 NoiseEstimate estimate_from_joint(std::vector<int64_t> joint, std::vector<int64_t> class_size,
                                   int classes) {
-  SIEVE_ASSERT(joint.size() == size_t(classes) * size_t(classes) &&
-                   class_size.size() == size_t(classes),
-               "estimate_from_joint: ", joint.size(), " joint cells, ", class_size.size(),
-               " class sizes for ", classes, " classes");
+  SIEVE_ASSERT(
+      joint.size() == size_t(classes) * size_t(classes) && class_size.size() == size_t(classes),
+      "estimate_from_joint: ", joint.size(), " joint cells, ", class_size.size(),
+      " class sizes for ", classes, " classes");
   NoiseEstimate e;
   e.classes = classes;
   e.per_class.assign(size_t(classes), 0);
@@ -44,9 +44,8 @@ std::vector<uint8_t> flag_top_per_class(const std::vector<float>& score, const i
                  " outside the ", counts.size(), " counts");
     const size_t take = size_t(std::clamp<int64_t>(counts[size_t(c)], 0, int64_t(r.size())));
     // Rows ascend, so a stable sort by descending score breaks ties toward the lower row.
-    std::stable_sort(r.begin(), r.end(), [&](int64_t a, int64_t b) {
-      return score[size_t(a)] > score[size_t(b)];
-    });
+    std::stable_sort(r.begin(), r.end(),
+                     [&](int64_t a, int64_t b) { return score[size_t(a)] > score[size_t(b)]; });
     for (size_t q = 0; q < take; ++q) flag[size_t(r[q])] = 1;
   }
   return flag;

@@ -36,8 +36,8 @@ const std::vector<DetectorInfo>& detectors() {
 const DetectorInfo& detector(const std::string& name) {
   for (const auto& d : detectors())
     if (d.name == name) return d;
-  throw UsageError(cat("config key 'filter.method': unknown detector '", name, "' (expected one of ",
-                       detector_names(), ")"));
+  throw UsageError(cat("config key 'filter.method': unknown detector '", name,
+                       "' (expected one of ", detector_names(), ")"));
 }
 
 std::string detector_names() {

@@ -10,13 +10,13 @@ namespace sieve::cluster {
 
 struct DetectorInfo {
   std::string name;
-  std::string looks_at;     // the input, as the report shows it
-  std::string description;  // one line: score and decision
-  bool clusters = false;       // clusters the embedding per class (dbscan, gmm, kmeans)
-  bool needs_features = false; // /train/features of the features file
-  bool needs_probs = false;    // /train/probs of the features file
-  bool needs_dynamics = false; // pretrain's dynamics.h5 (per-epoch margins)
-  bool reference = false;      // runs beside the chosen one when ground truth exists
+  std::string looks_at;         // the input, as the report shows it
+  std::string description;      // one line: score and decision
+  bool clusters = false;        // clusters the embedding per class (dbscan, gmm, kmeans)
+  bool needs_features = false;  // /train/features of the features file
+  bool needs_probs = false;     // /train/probs of the features file
+  bool needs_dynamics = false;  // pretrain's dynamics.h5 (per-epoch margins)
+  bool reference = false;       // runs beside the chosen one when ground truth exists
 };
 
 // Every detector, in the order the report lists them.

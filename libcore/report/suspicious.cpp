@@ -16,9 +16,9 @@
 namespace sieve::report {
 namespace {
 
-constexpr int kPerClass = 8;     // thumbnails per class
-constexpr int kMinCell = 48;     // thumbnails are upscaled to at least this many pixels
-constexpr int kBorder = 3;       // coloured frame: red = label truly wrong, green = right
+constexpr int kPerClass = 8;  // thumbnails per class
+constexpr int kMinCell = 48;  // thumbnails are upscaled to at least this many pixels
+constexpr int kBorder = 3;    // coloured frame: red = label truly wrong, green = right
 
 void write_png_rgb(const std::string& path, int width, int height,
                    const std::vector<uint8_t>& rgb) {
@@ -135,18 +135,19 @@ void section_suspicious(SectionContext& c) {
   write_csv(c.dir + "/data/suspicious.csv",
             {"given_label", "rank", "sample_id", "suggested_label", "score", "given_label_is"},
             rows);
+  std::string row_names;
+  for (const auto& [cls, v] : picks)
+    row_names += (row_names.empty() ? "" : ", ") + class_name(c.data, cls);
   c.doc.paragraph(cat(
-      "Per class (one row each, in class order), the ", kPerClass,
+      "Per class (one row each, top to bottom: ", row_names, "), the ", kPerClass,
       " training images that ", f.method,
       " finds most suspicious, most suspicious on the left. Frame: red where the given label is "
       "known to be wrong (injected noise), green where it is known to be right, grey where "
       "nothing is known. The CSV lists each with its suggested label (the model's most "
       "likely class)."));
-  c.doc.figure(png, cat("The ", kPerClass, " most suspicious training images of each class by ",
-                        f.method),
-               {"data/suspicious.csv"}, "fig-suspicious");
-  c.doc.link("data/suspicious.csv (each thumbnail's sample id, suggested label, score)",
-             "data/suspicious.csv");
+  c.doc.figure(
+      png, cat("The ", kPerClass, " most suspicious training images of each class by ", f.method),
+      {"data/suspicious.csv"}, "fig-suspicious");
 }
 
 }  // namespace sieve::report

@@ -30,8 +30,8 @@ void TrainingDynamics::record(int64_t epoch, const SplitData& data,
   for (size_t r = 0; r < rows.size(); ++r) {
     const int64_t row = rows[r];
     auto it = column_.find(data.sample_id[size_t(row)]);
-    SIEVE_ASSERT(it != column_.end(), "training dynamics: sample id ",
-                 data.sample_id[size_t(row)], " is not in the training split");
+    SIEVE_ASSERT(it != column_.end(), "training dynamics: sample id ", data.sample_id[size_t(row)],
+                 " is not in the training split");
     const size_t c = size_t(it->second);
     epoch_sum_[c] += margin_of(logits + r * size_t(k), k, data.labels[size_t(row)]);
     epoch_seen_[c] += 1.0f;

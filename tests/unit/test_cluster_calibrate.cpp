@@ -86,7 +86,7 @@ TEST(ClusterCalibrate, RankAverageWithTiesAndMissingScores) {
   const std::vector<float> b = {nan, 3, 1, 2};  // ranks -, 3, 1, 2 of 3
   const auto r = rank_average({&a, &b});
   ASSERT_EQ(r.size(), 4u);
-  EXPECT_FLOAT_EQ(r[0], 0.25f);                        // only a: 1/4
+  EXPECT_FLOAT_EQ(r[0], 0.25f);  // only a: 1/4
   EXPECT_FLOAT_EQ(r[1], float((2.5 / 4 + 3.0 / 3) / 2));
   EXPECT_FLOAT_EQ(r[2], float((2.5 / 4 + 1.0 / 3) / 2));
   EXPECT_FLOAT_EQ(r[3], float((4.0 / 4 + 2.0 / 3) / 2));

@@ -111,11 +111,11 @@ TEST(TrainDynamics, PretrainWritesMarginsThatExposeFlippedLabels) {
   const double auroc = right / double(aum_flipped.size() * aum_clean.size());
   EXPECT_GT(auroc, 0.9) << out;
   // Off by a key: no file.
-  const int rc2 = test::run_command(
-      cat(test::tool_path("pretrain"), " --set run.dir=", d, " --output ", d,
-          "/off/model.h5 --set pretrain.model.arch=mlp --set pretrain.epochs=1",
-          " --set pretrain.dynamics=false --set pretrain.global_batch=32"),
-      &out);
+  const int rc2 =
+      test::run_command(cat(test::tool_path("pretrain"), " --set run.dir=", d, " --output ", d,
+                            "/off/model.h5 --set pretrain.model.arch=mlp --set pretrain.epochs=1",
+                            " --set pretrain.dynamics=false --set pretrain.global_batch=32"),
+                        &out);
   ASSERT_EQ(rc2, 0) << out;
   EXPECT_FALSE(fs::exists(d + "/off/dynamics.h5"));
   EXPECT_TRUE(fs::exists(d + "/off/model.h5"));
