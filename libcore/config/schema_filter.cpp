@@ -4,7 +4,9 @@ namespace sieve {
 
 // Keys of the 'filter' section (cluster_filter; libcore/cluster/filter.hpp).
 void add_filter_keys(ConfigSchema& s) {
-  s.add_string("filter.method", "knn",
+  // consensus by default: the best F1 of every detector on each kind of noise measured
+  // (docs/detection.md's table: quickstart and Fashion-MNIST, symmetric/pairwise/instance).
+  s.add_string("filter.method", "consensus",
                "noise detector whose decision makes /keep: knn (label vote of the nearest "
                "neighbours in feature space), confident (confident learning on class "
                "probabilities), dynamics (area under the margin over pretrain's epochs), dbscan "

@@ -77,7 +77,7 @@ void write_truth(const std::string& path, const Synthetic& s) {
   h5::stamp(f, schema::kDataset, "");
 }
 
-// The reference method on an embedding; the default (knn) needs a features file. Tests that
+// The reference method on an embedding; the default (consensus) needs a features file. Tests that
 // pin a fixed eps say filter.dbscan.auto_eps=false (auto is the default).
 const std::string kDbscan = " --set filter.method=dbscan";
 
@@ -269,7 +269,7 @@ TEST(ClusterFilterTool, AutoEpsGmmKmeansAndFeatureInput) {
 // The default detector (knn vote on the penultimate features) with every detector compared
 // against the truth: features and class probabilities in a features file, the 2-D embedding
 // for DBSCAN, all three joined on sample id in different row orders.
-TEST(ClusterFilterTool, KnnDefaultComparesEveryDetectorAgainstTheTruth) {
+TEST(ClusterFilterTool, DefaultConsensusComparesEveryDetectorAgainstTheTruth) {
   std::string dir = test::scratch_dir("cluster_tool_compare");
   Synthetic s = make_synthetic(3, 300, 4);  // the 2-D embedding (5 % background)
   write_compare_inputs(dir, s);
@@ -280,7 +280,7 @@ TEST(ClusterFilterTool, KnnDefaultComparesEveryDetectorAgainstTheTruth) {
             0)
       << log;
   h5::File f = h5::File::open(dir + "/filter.h5");
-  EXPECT_EQ(f.attr_string("/", "method"), "knn");
+  EXPECT_EQ(f.attr_string("/", "method"), "consensus");  // the default
   auto keep = f.read_all<uint8_t>("/keep");
   int64_t hits = 0, flagged = 0, truth = 0;
   for (size_t i = 0; i < keep.size(); ++i) {
@@ -288,7 +288,7 @@ TEST(ClusterFilterTool, KnnDefaultComparesEveryDetectorAgainstTheTruth) {
     truth += s.noise[i];
     hits += !keep[i] && s.noise[i];
   }
-  EXPECT_EQ(hits, truth);  // every background row is voted out, nothing else
+  EXPECT_EQ(hits, truth);  // every background row is flagged, nothing else
   EXPECT_EQ(flagged, truth);
   EXPECT_DOUBLE_EQ(f.attr_double("/", "noise_f1"), 1.0);
   for (std::string m : {"knn", "confident", "dbscan", "consensus"}) {
@@ -313,7 +313,7 @@ TEST(ClusterFilterTool, KnnDefaultComparesEveryDetectorAgainstTheTruth) {
   EXPECT_GT(f.attr_double("/detectors/confident", "f1"), 0.99);
   EXPECT_GT(f.attr_double("/detectors/dbscan", "recall"), 0.9);
   EXPECT_NE(log.find("detector dbscan vs ground truth"), std::string::npos) << log;
-  // knn without a features file names the file it looked for.
+  // The default without a features file names the file it looked for.
   EXPECT_EQ(run("--input " + dir + "/emb.h5 --output " + dir + "/nofeat.h5", &log), 2) << log;
   EXPECT_NE(log.find("--features"), std::string::npos) << log;
   EXPECT_FALSE(fs::exists(dir + "/nofeat.h5"));
