@@ -69,6 +69,7 @@ cd "$wd"
 . "$SIEVE_SLURM_DIR/env.sh"
 # tiny.yaml's relative run.dir (runs/tiny) is taken from this directory. One epoch per
 # training stage and one batch size (3 sweep jobs): a few minutes at most on 2 cores.
+t0=$SECONDS
 sbatch --wait --output="$wd/submit.out" "$SIEVE_ROOT/slurm/full_pipeline.sh" \
   "$SIEVE_ROOT/configs/tiny.yaml" --set pretrain.epochs=1 --set scaled.epochs=1 \
   --set 'scaled.sweep.global_batch=[32]' >"$WORK/sbatch.out" 2>&1 ||
@@ -78,10 +79,9 @@ run="$wd/runs/tiny"
 # fail() shows the job logs under $WORK: copy the run's there first.
 fail_run() { mkdir -p "$WORK/run" && cp -r "$run/logs" "$WORK/run/" 2>/dev/null; fail "$@"; }
 [ -s "$run/logs/jobs.txt" ] || fail_run "no $run/logs/jobs.txt: run.dir not taken from the working directory"
-t0=$SECONDS
 for id in $(cat "$run/logs/jobs.txt"); do
   while squeue -h -j "$id" 2>/dev/null | grep -q .; do
-    [ $((SECONDS - t0)) -lt 400 ] || fail_run "job $id still queued after 400 s"
+    [ $((SECONDS - t0)) -lt 400 ] || fail_run "job $id still queued 400 s after the submission"
     sleep 2
   done
 done
