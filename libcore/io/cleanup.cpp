@@ -1,6 +1,8 @@
 #include "io/cleanup.hpp"
 
 #include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -42,6 +44,51 @@ Registry& registry() {
 
 int g_pipe[2] = {-1, -1};
 
+// The main thread is frozen while the temporaries are removed: otherwise it goes on writing
+// and can make a removed directory again (report's `create_directories(tmp + "/gnuplot")`
+// after the removal left `.report.tmp-*` behind in one CI run). The signal thread sends it
+// kFreezeSignal; its handler acknowledges on g_ack and waits until the process ends. While a
+// thread holds the registry's mutex the freeze is blocked, so it never waits on a frozen owner.
+pthread_t g_main_thread;
+int g_ack[2] = {-1, -1};
+int freeze_signal() { return SIGRTMIN + 3; }
+
+extern "C" void on_freeze(int) {
+  const int saved = errno;
+  const unsigned char b = 1;
+  if (write(g_ack[1], &b, 1) < 0) {
+  }
+  errno = saved;
+  for (;;) pause();
+}
+
+// Blocks the freeze signal in this thread for a scope (while it holds the registry's mutex).
+class FreezeBlocked {
+ public:
+  FreezeBlocked() {
+    sigset_t s;
+    sigemptyset(&s);
+    sigaddset(&s, freeze_signal());
+    pthread_sigmask(SIG_BLOCK, &s, &old_);
+  }
+  ~FreezeBlocked() { pthread_sigmask(SIG_SETMASK, &old_, nullptr); }
+
+ private:
+  sigset_t old_;
+};
+
+// Freezes the main thread (unless it is this one) and waits up to 2 s for it to say so.
+void freeze_main_thread() {
+  if (g_ack[0] < 0 || pthread_equal(pthread_self(), g_main_thread)) return;
+  if (pthread_kill(g_main_thread, freeze_signal()) != 0) return;
+  struct pollfd p {g_ack[0], POLLIN, 0};
+  if (poll(&p, 1, 2000) == 1) {
+    unsigned char b;
+    if (read(g_ack[0], &b, 1) < 0) {
+    }
+  }
+}
+
 extern "C" void on_signal(int sig) {
   const int saved = errno;
   const unsigned char b = static_cast<unsigned char>(sig);
@@ -57,6 +104,7 @@ void signal_thread() {
   while (read(g_pipe[0], &b, 1) != 1) {
     if (errno != EINTR) return;
   }
+  freeze_main_thread();
   remove_registered();
   struct sigaction sa {};
   sa.sa_handler = SIG_DFL;
@@ -82,12 +130,14 @@ std::string tmp_suffix() {
 
 void add(const std::string& path) {
   Registry& r = registry();
+  const FreezeBlocked no_freeze;
   std::lock_guard<std::mutex> lock(r.mu);
   r.temporaries.push_back(path);
 }
 
 void forget(const std::string& path) {
   Registry& r = registry();
+  const FreezeBlocked no_freeze;
   std::lock_guard<std::mutex> lock(r.mu);
   auto it = std::find(r.temporaries.begin(), r.temporaries.end(), path);
   if (it != r.temporaries.end()) r.temporaries.erase(it);
@@ -95,6 +145,7 @@ void forget(const std::string& path) {
 
 void remove_registered() {
   Registry& r = registry();
+  const FreezeBlocked no_freeze;
   std::lock_guard<std::mutex> lock(r.mu);
   std::error_code ec;
   for (const auto& p : r.temporaries) fs::remove_all(p, ec);
@@ -106,6 +157,13 @@ void install_signal_handlers() {
   std::call_once(once, [] {
     registry();  // constructed first, so destroyed after anything that registers
     if (pipe2(g_pipe, O_CLOEXEC) != 0) return;  // not inherited by children (gnuplot)
+    g_main_thread = pthread_self();  // run_tool calls this from the main thread
+    if (pipe2(g_ack, O_CLOEXEC) == 0) {
+      struct sigaction fz {};
+      fz.sa_handler = on_freeze;
+      sigemptyset(&fz.sa_mask);
+      sigaction(freeze_signal(), &fz, nullptr);
+    }
     std::thread(signal_thread).detach();
     struct sigaction sa {};
     sa.sa_handler = on_signal;
@@ -183,6 +241,7 @@ bool make_dirs(const std::string& path, std::error_code& ec) {
     ec.clear();
     if (fs::create_directory(cur, ec)) {
       Registry& r = registry();
+      const FreezeBlocked no_freeze;
       std::lock_guard<std::mutex> lock(r.mu);
       r.dirs.push_back(cur.string());
     } else if (ec) {
@@ -194,12 +253,14 @@ bool make_dirs(const std::string& path, std::error_code& ec) {
 
 std::vector<std::string> made_dirs() {
   Registry& r = registry();
+  const FreezeBlocked no_freeze;
   std::lock_guard<std::mutex> lock(r.mu);
   return r.dirs;
 }
 
 void remove_made_empty_dirs() {
   Registry& r = registry();
+  const FreezeBlocked no_freeze;
   std::lock_guard<std::mutex> lock(r.mu);
   // Deepest first, so that a parent emptied by removing its children goes too.
   std::vector<std::string> dirs = r.dirs;
