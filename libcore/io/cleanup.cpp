@@ -51,7 +51,9 @@ int g_pipe[2] = {-1, -1};
 // thread holds the registry's mutex the freeze is blocked, so it never waits on a frozen owner.
 pthread_t g_main_thread;
 int g_ack[2] = {-1, -1};
-int freeze_signal() { return SIGRTMIN + 3; }
+int freeze_signal() {
+  return SIGRTMIN + 3;
+}
 
 extern "C" void on_freeze(int) {
   const int saved = errno;
@@ -81,7 +83,9 @@ class FreezeBlocked {
 void freeze_main_thread() {
   if (g_ack[0] < 0 || pthread_equal(pthread_self(), g_main_thread)) return;
   if (pthread_kill(g_main_thread, freeze_signal()) != 0) return;
-  struct pollfd p {g_ack[0], POLLIN, 0};
+  struct pollfd p {
+    g_ack[0], POLLIN, 0
+  };
   if (poll(&p, 1, 2000) == 1) {
     unsigned char b;
     if (read(g_ack[0], &b, 1) < 0) {
@@ -157,7 +161,7 @@ void install_signal_handlers() {
   std::call_once(once, [] {
     registry();  // constructed first, so destroyed after anything that registers
     if (pipe2(g_pipe, O_CLOEXEC) != 0) return;  // not inherited by children (gnuplot)
-    g_main_thread = pthread_self();  // run_tool calls this from the main thread
+    g_main_thread = pthread_self();             // run_tool calls this from the main thread
     if (pipe2(g_ack, O_CLOEXEC) == 0) {
       struct sigaction fz {};
       fz.sa_handler = on_freeze;
@@ -204,7 +208,8 @@ void sweep_orphans(const std::string& dir) {
   static const std::regex re(R"(^(.*)\.(tmp|old)-([0-9]{1,9})-(.+)$)");
   std::error_code ec;
   std::vector<fs::path> entries;
-  for (const auto& e : fs::directory_iterator(dir.empty() ? "." : dir, ec)) entries.push_back(e.path());
+  for (const auto& e : fs::directory_iterator(dir.empty() ? "." : dir, ec))
+    entries.push_back(e.path());
   for (const auto& p : entries) {
     const std::string name = p.filename().string();
     std::smatch m;
@@ -218,14 +223,16 @@ void sweep_orphans(const std::string& dir) {
       const fs::path final_path = p.parent_path() / base.substr(1);
       if (!fs::exists(fs::symlink_status(final_path, ec))) {
         fs::rename(p, final_path, ec);
-        if (!ec) log::warn(cat(final_path.string(), ": restored from ", p.string(),
-                               " (left by process ", pid, ", which is gone)"));
+        if (!ec)
+          log::warn(cat(final_path.string(), ": restored from ", p.string(), " (left by process ",
+                        pid, ", which is gone)"));
         continue;
       }
     }
     fs::remove_all(p, ec);
-    if (!ec) log::warn(cat("removed ", p.string(), ": a temporary of process ", pid, " on ",
-                           host(), ", which is gone"));
+    if (!ec)
+      log::warn(cat("removed ", p.string(), ": a temporary of process ", pid, " on ", host(),
+                    ", which is gone"));
   }
 }
 
