@@ -71,15 +71,6 @@ void write_detector(h5::File& f, const Detection& d, const DetectionScore* s) {
   if (!s->curve.empty()) f.write_rows<float>(g + "/pr", 0, s->curve.size(), pr.data());
 }
 
-// "run/filter.h5" -> "run/label_issues.csv"; another name "x/f2.h5" -> "x/f2_label_issues.csv".
-std::string label_issues_path(const std::string& output) {
-  const std::filesystem::path p(output);
-  const std::string stem = p.stem().string();
-  return (p.parent_path() / (stem == "filter" ? std::string("label_issues.csv")
-                                              : stem + "_label_issues.csv"))
-      .string();
-}
-
 // The table a person opens: one row per sample, the most suspicious (by the chosen
 // detector's score) first; every detector's score and flag, the given and the suggested
 // label (the model's most likely class; empty without probabilities) and whether it is kept.

@@ -55,12 +55,17 @@ std::string json_kind(const fs::path& p) {
   return j.is_object() && j.contains("sweep_index") ? schema::kResult : "";
 }
 
+// The first line of `path` (at most 200 bytes), "" when it cannot be read.
+std::string first_line(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::string line;
+  std::getline(in, line);
+  return line.substr(0, 200);
+}
+
 // cluster_filter's label_issues.csv, recognised by its header line.
 std::string csv_kind(const fs::path& p) {
-  std::ifstream in(p);
-  std::string first;
-  std::getline(in, first);
-  return first.rfind(kLabelIssuesHeader, 0) == 0 ? schema::kLabelIssues : "";
+  return first_line(p).rfind(kLabelIssuesHeader, 0) == 0 ? schema::kLabelIssues : "";
 }
 
 std::string describe_kind(const std::string& k) {
@@ -269,15 +274,13 @@ std::string config_sidecar_path(const std::string& output_path) {
   return (p.parent_path() / (p.stem().string() + ".config.yaml")).string();
 }
 
-namespace {
-// The first line of `path` (at most 200 bytes), "" when it cannot be read.
-std::string first_line(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::string line;
-  std::getline(in, line);
-  return line.substr(0, 200);
+std::string label_issues_path(const std::string& filter_path) {
+  const fs::path p(filter_path);
+  const std::string stem = p.stem().string();
+  return (p.parent_path() /
+          (stem == "filter" ? std::string("label_issues.csv") : stem + "_label_issues.csv"))
+      .string();
 }
-}  // namespace
 
 void note_config_inputs(const std::vector<std::string>& files) { g_config_inputs = files; }
 

@@ -82,6 +82,10 @@ void write_text_atomic(const std::string& path, const std::string& text);
 // "out/model.h5" -> "out/model.config.yaml": the resolved config next to an output.
 std::string config_sidecar_path(const std::string& output_path);
 
+// cluster_filter's table beside its filter file: "run/filter.h5" -> "run/label_issues.csv",
+// another name "x/f2.h5" -> "x/f2_label_issues.csv" (the report finds it the same way).
+std::string label_issues_path(const std::string& filter_path);
+
 // The resolved config next to an output (the sidecar) is an output too: it never replaces
 // an input of the invocation (every --config file) nor a file Sieve did not write. Sieve's
 // own begin with this line, which is how a previous one is recognised.

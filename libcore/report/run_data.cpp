@@ -8,6 +8,7 @@
 #include <regex>
 #include <sstream>
 
+#include "io/atomic_output.hpp"
 #include "io/h5.hpp"
 #include "io/lineage.hpp"
 #include "io/schemas.hpp"
@@ -242,14 +243,7 @@ void load_filter(RunData& d) {
     if (f.has_attr("/noise_estimate", "truth"))
       fi.noise_truth = f.attr_int("/noise_estimate", "truth");
   }
-  {
-    const fs::path fp(fi.path);
-    const std::string stem = fp.stem().string();
-    const fs::path csv =
-        fp.parent_path() / (stem == "filter" ? std::string("label_issues.csv")
-                                             : stem + "_label_issues.csv");
-    if (fs::exists(csv)) fi.label_issues = csv.string();
-  }
+  if (const std::string csv = label_issues_path(fi.path); fs::exists(csv)) fi.label_issues = csv;
   for (size_t k = 0; k < order.size(); ++k) {
     const std::string& m = order[k];
     const std::string g = "/detectors/" + m;

@@ -184,27 +184,25 @@ void pretrain_main(ToolContext& ctx) {
   trainer.set_epoch_hook([&](int64_t epoch, Json& rec) {
     if (dynamics) dynamics->end_epoch(ctx.comm, epoch - 1);
     if (holdout <= 0) return;
-    {
-      auto [loss, acc] = trainer.evaluate(holdout_rows, &split.holdout);
-      rec["holdout_loss"] = loss;
-      rec["holdout_acc"] = acc;
-      if (acc > best) {
-        best = acc;
-        best_epoch = epoch;
-        save_model(staged_early, trainer.model(), ctx.cfg.to_yaml(), from_early, true, ctx.comm);
-        if (ctx.comm.is_root()) {
-          Json j;
-          j["epoch"] = epoch;
-          j["holdout_acc"] = acc;
-          j["holdout_loss"] = loss;
-          j["holdout_samples"] = int64_t(split.holdout.size());
-          j["run_id"] = set.run_id();
-          write_text_atomic(staged_info, j.dump() + "\n");  // one JSON line
-        }
+    auto [loss, acc] = trainer.evaluate(holdout_rows, &split.holdout);
+    rec["holdout_loss"] = loss;
+    rec["holdout_acc"] = acc;
+    if (acc > best) {
+      best = acc;
+      best_epoch = epoch;
+      save_model(staged_early, trainer.model(), ctx.cfg.to_yaml(), from_early, true, ctx.comm);
+      if (ctx.comm.is_root()) {
+        Json j;
+        j["epoch"] = epoch;
+        j["holdout_acc"] = acc;
+        j["holdout_loss"] = loss;
+        j["holdout_samples"] = int64_t(split.holdout.size());
+        j["run_id"] = set.run_id();
+        write_text_atomic(staged_info, j.dump() + "\n");  // one JSON line
       }
-      log::info(cat("epoch ", epoch, ": held-out acc ", acc, " (best ", best, " at epoch ",
-                    best_epoch, ")"));
     }
+    log::info(cat("epoch ", epoch, ": held-out acc ", acc, " (best ", best, " at epoch ",
+                  best_epoch, ")"));
   });
   TrainResult r;
   try {
