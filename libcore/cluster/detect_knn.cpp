@@ -7,8 +7,6 @@
 // current one is merged into the running top-k lists. Sending from the owner each time (a
 // shifted pairwise exchange) rather than passing blocks along a ring keeps the memory at one
 // block plus the pieces: a ring forwards what it received, so it must hold a second block.
-#include <mpi.h>
-
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -67,29 +65,25 @@ Detection detect_knn_vote(const Comm& comm, RowShare& f, int64_t n, const int32_
                          idx.data(), d2.data());
   for (int s = 1; s < P; ++s) {
     const int dst = (me + s) % P, src = (me - s + P) % P;
-    std::vector<MPI_Request> sends;
-    for (int64_t a = 0; a < m; a += piece) {
-      sends.emplace_back();
-      SIEVE_MPI_CHECK(MPI_Isend(f.x.data() + a * d, int(std::min(piece, m - a) * d), MPI_FLOAT, dst,
-                                kTag, comm.raw(), &sends.back()));
-    }
+    std::vector<Request> sends;
+    for (int64_t a = 0; a < m; a += piece)
+      sends.push_back(
+          comm.isend(f.x.data() + a * d, size_t(std::min(piece, m - a) * d), dst, kTag));
     const int64_t ms = counts[size_t(src)], pieces = (ms + piece - 1) / piece;
-    MPI_Request recv[2] = {MPI_REQUEST_NULL, MPI_REQUEST_NULL};
+    Request recv[2];
     auto rows_of = [&](int64_t p) { return std::min(piece, ms - p * piece); };
     auto post = [&](int64_t p) {
-      SIEVE_MPI_CHECK(MPI_Irecv(buf[p % 2].data(), int(rows_of(p) * d), MPI_FLOAT, src, kTag,
-                                comm.raw(), &recv[p % 2]));
+      recv[p % 2] = comm.irecv(buf[p % 2].data(), size_t(rows_of(p) * d), src, kTag);
     };
     if (pieces > 0) post(0);
     for (int64_t p = 0; p < pieces; ++p) {
       if (p + 1 < pieces) post(p + 1);
-      SIEVE_MPI_CHECK(MPI_Wait(&recv[p % 2], MPI_STATUS_IGNORE));
+      recv[p % 2].wait();
       embed::knn_merge_block(f.x.data(), f.rows.data(), m, buf[p % 2].data(),
                              all_rows.data() + offset[size_t(src)] + p * piece, rows_of(p), d, k,
                              idx.data(), d2.data());
     }
-    if (!sends.empty())
-      SIEVE_MPI_CHECK(MPI_Waitall(int(sends.size()), sends.data(), MPI_STATUSES_IGNORE));
+    wait_all(sends);
   }
 
   Detection det;

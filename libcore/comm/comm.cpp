@@ -1,5 +1,6 @@
 #include "comm/comm.hpp"
 
+#include <algorithm>
 #include <climits>
 #include <cstdlib>
 #include <unistd.h>
@@ -7,6 +8,21 @@
 namespace sieve {
 
 Comm Comm::world() { return Comm(MPI_COMM_WORLD); }
+Comm Comm::self() { return Comm(MPI_COMM_SELF); }
+
+Comm Comm::dup() const {
+  auto owned = std::shared_ptr<MPI_Comm>(new MPI_Comm(MPI_COMM_NULL), [](MPI_Comm* c) {
+    int finalized = 0;
+    MPI_Finalized(&finalized);
+    if (!finalized && *c != MPI_COMM_NULL) MPI_Comm_free(c);  // a destructor cannot throw
+    delete c;
+  });
+  SIEVE_MPI_CHECK(MPI_Comm_dup(comm_, owned.get()));
+  Comm d = *this;  // same ranks and node placement: no second split needed
+  d.comm_ = *owned;
+  d.owned_ = std::move(owned);
+  return d;
+}
 
 Comm::Comm(MPI_Comm comm) : comm_(comm) {
   SIEVE_MPI_CHECK(MPI_Comm_rank(comm_, &rank_));
@@ -15,7 +31,7 @@ Comm::Comm(MPI_Comm comm) : comm_(comm) {
   SIEVE_MPI_CHECK(MPI_Comm_split_type(comm_, MPI_COMM_TYPE_SHARED, rank_, MPI_INFO_NULL, &node));
   SIEVE_MPI_CHECK(MPI_Comm_rank(node, &local_rank_));
   SIEVE_MPI_CHECK(MPI_Comm_size(node, &local_size_));
-  MPI_Comm_free(&node);
+  SIEVE_MPI_CHECK(MPI_Comm_free(&node));
 }
 
 int Comm::int_count(size_t n) {
@@ -84,17 +100,38 @@ Range block_range(int64_t n, int rank, int size) {
   return {begin, begin + base + (rank < extra ? 1 : 0)};
 }
 
+std::vector<std::vector<int>> deal_largest_first(const std::vector<int64_t>& sizes, int ranks) {
+  std::vector<int> order(sizes.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = int(i);
+  std::stable_sort(order.begin(), order.end(),
+                   [&](int a, int b) { return sizes[size_t(a)] > sizes[size_t(b)]; });
+  std::vector<int64_t> load(size_t(std::max(ranks, 1)), 0);
+  std::vector<std::vector<int>> dealt(load.size());
+  for (int i : order) {
+    const size_t r = size_t(std::min_element(load.begin(), load.end()) - load.begin());
+    load[r] += sizes[size_t(i)];
+    dealt[r].push_back(i);
+  }
+  return dealt;
+}
+
 MpiSession::MpiSession(int* argc, char*** argv, bool serialized_threads) {
   int provided = 0;
   int wanted = serialized_threads ? MPI_THREAD_SERIALIZED : MPI_THREAD_FUNNELED;
-  MPI_Init_thread(argc, argv, wanted, &provided);
-  MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+  SIEVE_MPI_CHECK(MPI_Init_thread(argc, argv, wanted, &provided));
+  SIEVE_MPI_CHECK(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN));
 }
 
 MpiSession::~MpiSession() {
   int finalized = 0;
   MPI_Finalized(&finalized);
-  if (!finalized) MPI_Finalize();
+  if (!finalized) MPI_Finalize();  // a destructor cannot throw
+}
+
+void finalize_mpi() {
+  int finalized = 0;
+  SIEVE_MPI_CHECK(MPI_Finalized(&finalized));
+  if (!finalized) SIEVE_MPI_CHECK(MPI_Finalize());
 }
 
 }  // namespace sieve

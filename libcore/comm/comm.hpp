@@ -4,14 +4,19 @@
 // Sieve uses. A program started without mpirun is a one-rank job (MPI singleton), so
 // single-process code needs no #ifdefs: every collective is a cheap no-op at size 1.
 // Every MPI call goes through SIEVE_MPI_CHECK, which names the file and line on failure.
+// Nothing outside libcore/comm names MPI (tests/fault/no_raw_mpi.sh checks it): what a
+// caller needs is here (collectives, point-to-point, non-blocking operations returning a
+// Request), in in_flight.hpp, trace_gather.hpp and h5_mpio.hpp.
 #pragma once
 #include <mpi.h>
 
 #include <cstdint>
+#include <memory>
 #include <new>
 #include <string>
 #include <vector>
 
+#include "comm/request.hpp"
 #include "util/error.hpp"
 
 #define SIEVE_MPI_CHECK(call)                                                              \
@@ -42,13 +47,19 @@ class Comm {
  public:
   // The world communicator (MPI must be initialised; see MpiSession).
   static Comm world();
+  // This process alone (a one-rank communicator: work a rank does by itself).
+  static Comm self();
   explicit Comm(MPI_Comm comm);
+  // A private duplicate (collective): its messages never match those on this communicator.
+  // Freed when its last copy goes.
+  Comm dup() const;
 
   int rank() const { return rank_; }
   int size() const { return size_; }
   int local_rank() const { return local_rank_; }
   int local_size() const { return local_size_; }
   bool is_root() const { return rank_ == 0; }
+  // The MPI handle, for libcore/comm only (h5_mpio.cpp): everything else goes through Comm.
   MPI_Comm raw() const { return comm_; }
 
   void barrier() const;
@@ -63,14 +74,25 @@ class Comm {
     allreduce_sum(&v, 1);
     return v;
   }
+  // In-place element-wise max / min over all ranks.
+  template <typename T>
+  void allreduce_max(T* data, size_t n) const {
+    if (size_ == 1 || n == 0) return;
+    SIEVE_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, data, int_count(n), mpi_type<T>(), MPI_MAX, comm_));
+  }
+  template <typename T>
+  void allreduce_min(T* data, size_t n) const {
+    if (size_ == 1 || n == 0) return;
+    SIEVE_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, data, int_count(n), mpi_type<T>(), MPI_MIN, comm_));
+  }
   template <typename T>
   T allreduce_max(T v) const {
-    if (size_ > 1) SIEVE_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &v, 1, mpi_type<T>(), MPI_MAX, comm_));
+    allreduce_max(&v, 1);
     return v;
   }
   template <typename T>
   T allreduce_min(T v) const {
-    if (size_ > 1) SIEVE_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &v, 1, mpi_type<T>(), MPI_MIN, comm_));
+    allreduce_min(&v, 1);
     return v;
   }
   template <typename T>
@@ -104,11 +126,25 @@ class Comm {
                                    counts.data(), displs.data(), mpi_type<T>(), comm_));
     return out;
   }
-  // Personalised exchange: `send` holds, in rank order, send_counts[r] elements for rank r;
-  // returns what every rank sent to this one, concatenated in rank order.
+  // Variable-size allgather in place: rank r's counts[r] elements already sit at
+  // data + displs[r]; afterwards every rank holds every rank's block.
   template <typename T>
-  std::vector<T> alltoallv(const std::vector<T>& send, const std::vector<int>& send_counts) const {
-    if (size_ == 1) return send;
+  void allgatherv_in_place(T* data, const std::vector<int>& counts,
+                           const std::vector<int>& displs) const {
+    if (size_ == 1) return;
+    SIEVE_MPI_CHECK(MPI_Allgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, data, counts.data(),
+                                   displs.data(), mpi_type<T>(), comm_));
+  }
+  // Personalised exchange: `send` holds, in rank order, send_counts[r] elements for rank r;
+  // returns what every rank sent to this one, concatenated in rank order, and (when given)
+  // how many elements came from each rank in `recv_counts_out`.
+  template <typename T>
+  std::vector<T> alltoallv(const std::vector<T>& send, const std::vector<int>& send_counts,
+                           std::vector<int>* recv_counts_out = nullptr) const {
+    if (size_ == 1) {
+      if (recv_counts_out) *recv_counts_out = send_counts;
+      return send;
+    }
     std::vector<int> recv_counts(size_t(size_), 0);
     SIEVE_MPI_CHECK(MPI_Alltoall(send_counts.data(), 1, MPI_INT, recv_counts.data(), 1, MPI_INT, comm_));
     std::vector<int> sd(size_t(size_), 0), rd(size_t(size_), 0);
@@ -119,15 +155,81 @@ class Comm {
     std::vector<T> out(size_t(rd.back()) + size_t(recv_counts.back()));
     SIEVE_MPI_CHECK(MPI_Alltoallv(send.data(), send_counts.data(), sd.data(), mpi_type<T>(),
                                   out.data(), recv_counts.data(), rd.data(), mpi_type<T>(), comm_));
+    if (recv_counts_out) *recv_counts_out = std::move(recv_counts);
     return out;
+  }
+
+  // Point-to-point, blocking: n elements to / from one rank, matched by `tag`.
+  template <typename T>
+  void send(const T* data, size_t n, int dest, int tag) const {
+    SIEVE_MPI_CHECK(MPI_Send(data, int_count(n), mpi_type<T>(), dest, tag, comm_));
+  }
+  template <typename T>
+  void recv(T* data, size_t n, int source, int tag) const {
+    SIEVE_MPI_CHECK(
+        MPI_Recv(data, int_count(n), mpi_type<T>(), source, tag, comm_, MPI_STATUS_IGNORE));
+  }
+
+  // Non-blocking: each returns the Request to wait for or test; the buffers must stay put
+  // until it completes. Unlike the blocking collectives these call MPI at any size, so a
+  // one-rank job runs the same code path.
+  template <typename T>
+  Request isend(const T* data, size_t n, int dest, int tag) const {
+    Request r;
+    SIEVE_MPI_CHECK(MPI_Isend(data, int_count(n), mpi_type<T>(), dest, tag, comm_, &r.req_));
+    return r;
+  }
+  template <typename T>
+  Request irecv(T* data, size_t n, int source, int tag) const {
+    Request r;
+    SIEVE_MPI_CHECK(MPI_Irecv(data, int_count(n), mpi_type<T>(), source, tag, comm_, &r.req_));
+    return r;
+  }
+  // In-place sum over all ranks.
+  template <typename T>
+  Request iallreduce_sum(T* data, size_t n) const {
+    return iallreduce(MPI_IN_PLACE, data, n, MPI_SUM);
+  }
+  // Element-wise max / bitwise and of `send` over all ranks into `recv` (both n elements).
+  template <typename T>
+  Request iallreduce_max(const T* send, T* recv, size_t n) const {
+    return iallreduce(send, recv, n, MPI_MAX);
+  }
+  template <typename T>
+  Request iallreduce_band(const T* send, T* recv, size_t n) const {
+    return iallreduce(send, recv, n, MPI_BAND);
+  }
+  // Sum of every rank's `data` into `root`'s `data` (in place there; the other ranks' data
+  // is only read).
+  template <typename T>
+  Request ireduce_sum(T* data, size_t n, int root) const {
+    Request r;
+    const bool at_root = rank_ == root;
+    SIEVE_MPI_CHECK(MPI_Ireduce(at_root ? MPI_IN_PLACE : data, at_root ? data : nullptr,
+                                int_count(n), mpi_type<T>(), MPI_SUM, root, comm_, &r.req_));
+    return r;
+  }
+  template <typename T>
+  Request ibcast(T* data, size_t n, int root) const {
+    Request r;
+    SIEVE_MPI_CHECK(MPI_Ibcast(data, int_count(n), mpi_type<T>(), root, comm_, &r.req_));
+    return r;
   }
   // Ends every rank of the job at once (a failed rank must never leave the others hanging).
   [[noreturn]] void abort(int exit_code) const;
 
  private:
   static int int_count(size_t n);
+  template <typename T>
+  Request iallreduce(const void* send, T* recv, size_t n, MPI_Op op) const {
+    Request r;
+    SIEVE_MPI_CHECK(
+        MPI_Iallreduce(send, recv, int_count(n), mpi_type<T>(), op, comm_, &r.req_));
+    return r;
+  }
   MPI_Comm comm_;
   int rank_ = 0, size_ = 1, local_rank_ = 0, local_size_ = 1;
+  std::shared_ptr<MPI_Comm> owned_;  // set on a dup(): frees the communicator
 };
 
 // Contiguous block split of n items over p ranks: rank r owns [begin, end).
@@ -136,6 +238,11 @@ struct Range {
   int64_t size() const { return end - begin; }
 };
 Range block_range(int64_t n, int rank, int size);
+
+// Whole items spread over ranks: the largest item first to the least-loaded rank (ties: the
+// earlier item, the lower rank). Returns, per rank, its items in the order dealt. A pure
+// function of its arguments, so every rank computes the same plan without communicating.
+std::vector<std::vector<int>> deal_largest_first(const std::vector<int64_t>& sizes, int ranks);
 
 // RAII MPI_Init/MPI_Finalize (thread level FUNNELED: only the main thread calls MPI;
 // SERIALIZED when the caller asks, for the background gradient-reduction thread).
@@ -146,6 +253,10 @@ class MpiSession {
   MpiSession(const MpiSession&) = delete;
   MpiSession& operator=(const MpiSession&) = delete;
 };
+
+// MPI_Finalize now (collective), for a process about to std::exit: MpiSession's destructor
+// does not run then. A no-op when MPI is already finalized.
+void finalize_mpi();
 
 // Collective error agreement. Every rank passes its own error ("" = fine); when any rank
 // failed, every rank throws the message of the lowest failing rank: a CollectiveError (the

@@ -1,0 +1,40 @@
+// A pending non-blocking MPI operation (Comm::isend, irecv, iallreduce_*, ireduce_sum, ibcast).
+//
+// Move-only, one per operation. The buffers it names must outlive it. A request destroyed
+// while still pending is waited for (its buffers may be freed right after), except while an
+// exception unwinds the stack: then it is left pending, because its peer may never take part
+// (the failed rank is about to end the job) and waiting would hang the rank instead.
+#pragma once
+#include <mpi.h>
+
+#include <vector>
+
+namespace sieve {
+
+class Request {
+ public:
+  Request() = default;
+  Request(Request&& o) noexcept : req_(o.req_) { o.req_ = MPI_REQUEST_NULL; }
+  Request& operator=(Request&& o) noexcept;
+  Request(const Request&) = delete;
+  Request& operator=(const Request&) = delete;
+  ~Request();
+
+  // Started and not yet seen complete.
+  bool active() const { return req_ != MPI_REQUEST_NULL; }
+  // Blocks until complete (no-op when not active).
+  void wait();
+  // Whether it has completed (true when not active); never blocks, and drives progress.
+  bool test();
+
+ private:
+  friend class Comm;
+  friend class InFlight;
+  friend void wait_all(std::vector<Request>& reqs);
+  MPI_Request req_ = MPI_REQUEST_NULL;
+};
+
+// Blocks until every request of `reqs` is complete.
+void wait_all(std::vector<Request>& reqs);
+
+}  // namespace sieve
