@@ -11,6 +11,7 @@
 #include <exception>
 #include <limits>
 #include <numeric>
+#include <set>
 #include <utility>
 #include <vector>
 
@@ -177,10 +178,12 @@ void knn_hnsw(const float* X, int64_t N, int64_t D, int64_t k, int64_t q0, int64
 
 namespace {
 
-// Seeded k-means of the n rows of X [n,D] into `cells` centres; returns each row's centre.
+// Seeded k-means of the n rows of X [n,D] into `cells` centres; returns each row's centre,
+// and the centres [cells, D] in `centres_out` when given.
 std::vector<faiss::Index::idx_t> kmeans_cells(const float* X, int64_t n, int64_t D, int64_t cells,
                                               uint64_t seed, int iterations = 8,
-                                              int64_t train_per_cell = 64) {
+                                              int64_t train_per_cell = 64,
+                                              std::vector<float>* centres_out = nullptr) {
   faiss::ClusteringParameters cp;
   cp.niter = iterations;
   cp.seed = int(seed);
@@ -192,7 +195,14 @@ std::vector<faiss::Index::idx_t> kmeans_cells(const float* X, int64_t n, int64_t
   std::vector<faiss::Index::idx_t> cell_of(static_cast<size_t>(n));
   std::vector<float> dist(static_cast<size_t>(n));
   centres.search(n, X, 1, dist.data(), cell_of.data());
+  if (centres_out) *centres_out = kmeans.centroids;
   return cell_of;
+}
+
+double dist2_rows(const float* a, const float* b, int64_t D) {
+  double s = 0.0;
+  for (int64_t c = 0; c < D; ++c) s += (double(a[c]) - b[c]) * (double(a[c]) - b[c]);
+  return s;
 }
 
 // Mean of each cell's rows [cells, D] (0 for an empty cell), summed in row order.
@@ -221,38 +231,79 @@ int64_t ivf_lists(int64_t N, const IvfParams& params) {
   return std::max<int64_t>(1, std::min(by_size, N / 64));
 }
 
-void knn_ivf(const float* X, int64_t N, int64_t D, int64_t k, int64_t q0, int64_t q1, int32_t* idx,
-             float* d2, const IvfParams& params) {
-  check_search_args(N, k, q0, q1);
-  const int64_t lists = ivf_lists(N, params);
-  const int64_t probes = std::min(lists, params.probes > 0 ? params.probes : kIvfDefaultProbes);
-  const auto t0 = std::chrono::steady_clock::now();
+namespace {
+int64_t params_probes(int64_t lists, const IvfParams& params) {
+  return std::min(lists, params.probes > 0 ? params.probes : kIvfDefaultProbes);
+}
+}  // namespace
+
+IvfCells ivf_cells(const float* X, int64_t N, int64_t D, const IvfParams& params,
+                   int64_t min_probe_rows) {
+  IvfCells cells;
+  const int64_t lists = N > 0 ? ivf_lists(N, params) : 1;
+  const int64_t probes = params_probes(lists, params);
+  cells.lists = lists;
   const std::vector<faiss::Index::idx_t> cell_of =
-      lists > 1
-          ? kmeans_cells(X, N, D, lists, params.seed, params.iterations, params.train_per_list)
-          : std::vector<faiss::Index::idx_t>(static_cast<size_t>(N), 0);
+      lists > 1 ? kmeans_cells(X, N, D, lists, params.seed, params.iterations,
+                               params.train_per_list, &cells.centres)
+                : std::vector<faiss::Index::idx_t>(static_cast<size_t>(N), 0);
   // Rows by cell (CSR, rows ascending inside a cell), and each cell's probe set: the
   // `probes` cells whose centres are nearest to its centre, itself first.
-  std::vector<int64_t> start(size_t(lists) + 1, 0), rows(static_cast<size_t>(N));
+  std::vector<int64_t>&start = cells.start, &rows = cells.rows;
+  start.assign(size_t(lists) + 1, 0);
+  rows.resize(static_cast<size_t>(N));
   for (int64_t i = 0; i < N; ++i) ++start[size_t(cell_of[size_t(i)]) + 1];
   for (int64_t c = 0; c < lists; ++c) start[size_t(c + 1)] += start[size_t(c)];
   {
     std::vector<int64_t> fill(start.begin(), start.end() - 1);
     for (int64_t i = 0; i < N; ++i) rows[size_t(fill[size_t(cell_of[size_t(i)])]++)] = i;
   }
-  std::vector<int32_t> probe(static_cast<size_t>(lists * probes));
+  const std::vector<float> centre = cell_centres(X, N, D, cell_of, lists);
+  std::vector<int32_t> near(static_cast<size_t>(lists * (probes - 1)));
   {
-    const std::vector<float> centre = cell_centres(X, N, D, cell_of, lists);
-    std::vector<int32_t> near(static_cast<size_t>(lists * (probes - 1)));
     std::vector<float> nd(near.size());
     if (probes > 1)
       knn_exact(centre.data(), lists, D, probes - 1, 0, lists, near.data(), nd.data());
-    for (int64_t c = 0; c < lists; ++c) {
-      probe[size_t(c * probes)] = int32_t(c);
-      std::copy(near.begin() + c * (probes - 1), near.begin() + (c + 1) * (probes - 1),
-                probe.begin() + c * probes + 1);
-    }
   }
+  auto rows_in = [&](int64_t c) { return start[size_t(c + 1)] - start[size_t(c)]; };
+  cells.probe_start.assign(1, 0);
+  for (int64_t c = 0; c < lists; ++c) {
+    cells.probe.push_back(int32_t(c));
+    int64_t held = rows_in(c);
+    for (int64_t p = 0; p < probes - 1; ++p) {
+      cells.probe.push_back(near[size_t(c * (probes - 1) + p)]);
+      held += rows_in(cells.probe.back());
+    }
+    if (held < min_probe_rows) {
+      // Too few rows in reach (small cells, or few rows in all): add the next nearest cells
+      // until there are enough, so that no row's list stays short. Rare, so one distance
+      // sweep over the centres per such cell.
+      std::vector<std::pair<double, int32_t>> by_dist;
+      for (int64_t o = 0; o < lists; ++o)
+        by_dist.emplace_back(dist2_rows(centre.data() + c * D, centre.data() + o * D, D),
+                             int32_t(o));
+      std::sort(by_dist.begin(), by_dist.end());
+      const std::set<int32_t> taken(cells.probe.begin() + cells.probe_start.back(),
+                                    cells.probe.end());
+      for (const auto& [dd, o] : by_dist) {
+        if (held >= min_probe_rows) break;
+        if (taken.count(o)) continue;
+        cells.probe.push_back(o);
+        held += rows_in(o);
+      }
+    }
+    cells.probe_start.push_back(int64_t(cells.probe.size()));
+  }
+  return cells;
+}
+
+void knn_ivf(const float* X, int64_t N, int64_t D, int64_t k, int64_t q0, int64_t q1, int32_t* idx,
+             float* d2, const IvfParams& params) {
+  check_search_args(N, k, q0, q1);
+  const auto t0 = std::chrono::steady_clock::now();
+  const IvfCells cells = ivf_cells(X, N, D, params);
+  const int64_t lists = cells.lists, probes = params_probes(cells.lists, params);
+  const std::vector<int64_t>&start = cells.start, &rows = cells.rows;
   log::infof("k-NN (ivf): ", lists, " k-means cells of ", N, " rows in ",
              log::format_duration(
                  std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count()),
@@ -279,8 +330,8 @@ void knn_ivf(const float* X, int64_t N, int64_t D, int64_t k, int64_t q0, int64_
         if (rows[size_t(t)] >= q0 && rows[size_t(t)] < q1) qid.push_back(rows[size_t(t)]);
       if (qid.empty()) continue;
       rid.clear();
-      for (int64_t p = 0; p < probes; ++p) {
-        const int64_t pc = probe[size_t(c * probes + p)];
+      for (int64_t p = cells.probe_start[size_t(c)]; p < cells.probe_start[size_t(c + 1)]; ++p) {
+        const int64_t pc = cells.probe[size_t(p)];
         rid.insert(rid.end(), rows.begin() + start[size_t(pc)],
                    rows.begin() + start[size_t(pc + 1)]);
       }

@@ -67,6 +67,25 @@ struct IvfParams {
 constexpr int64_t kIvfDefaultProbes = 64;
 int64_t ivf_lists(int64_t N, const IvfParams& params = {});  // the list count used for N
 
+// The inverted file's cells over the rows of X [N, D] (the k-means and probe sets of
+// knn_ivf): rows of cell c are rows[start[c], start[c+1]) (ascending); its probe set is
+// probe[probe_start[c], probe_start[c+1]), itself first, then the `probes` - 1 cells whose
+// centres (means of their rows) are nearest to its own, then, only where those cells hold
+// fewer than `min_probe_rows` rows together, the next nearest until they do (so that a
+// search that needs k others can ask for k + 1 and never come back short).
+// centres [lists, D]: the k-means centres a row is assigned to (its nearest; empty when
+// lists == 1, every row in cell 0).
+struct IvfCells {
+  int64_t lists = 1;
+  std::vector<float> centres;       // [lists, D]
+  std::vector<int64_t> start;       // [lists + 1]
+  std::vector<int64_t> rows;        // [N]
+  std::vector<int64_t> probe_start; // [lists + 1]
+  std::vector<int32_t> probe;       // [probe_start[lists]]
+};
+IvfCells ivf_cells(const float* X, int64_t N, int64_t D, const IvfParams& params = {},
+                   int64_t min_probe_rows = 0);
+
 // Same contract as knn_exact: for query rows [q0,q1) of X [N,D] (row-major), the k nearest
 // other rows among all N, idx [(q1-q0),k] and squared distances d2 [(q1-q0),k], nearest
 // first, ties by index, the query itself excluded; approximate (a true neighbour may be
