@@ -53,8 +53,8 @@ using Act = void;  // an activation buffer of the backend's dtype (documentation
 class ConvOp {
  public:
   virtual ~ConvOp() = default;
-  virtual void forward(const Act* x, const float* w, Act* y) = 0;          // x NHWC, w OIHW
-  virtual void backward_data(const Act* dy, const float* w, Act* dx) = 0;  // dx =
+  virtual void forward(const Act* x, const float* w, Act* y) = 0;             // x NHWC, w OIHW
+  virtual void backward_data(const Act* dy, const float* w, Act* dx) = 0;     // dx =
   virtual void backward_weights(const Act* x, const Act* dy, float* dw) = 0;  // dw +=
 };
 
@@ -125,9 +125,10 @@ class Backend : public Memory {
 
 // The registry (backend_registry.cpp): "cpu" (oneDNN + OpenBLAS; bf16 native with
 // AVX512-BF16 / AMX, emulated elsewhere), "ref" (naive loops; its bf16 rounds every
-// activation and convolution weight to bf16 and computes in fp32/double: the bf16 semantics) and "cuda" (cuDNN + cuBLAS, in builds with CUDA). Instances are process-wide
-// singletons per (name, dtype). Throws UsageError naming the backend (and dtype) if unknown,
-// not built, or not supported by this machine (no GPU, a CPU without bf16).
+// activation and convolution weight to bf16 and computes in fp32/double: the bf16 semantics) and
+// "cuda" (cuDNN + cuBLAS, in builds with CUDA). Instances are process-wide singletons per (name,
+// dtype). Throws UsageError naming the backend (and dtype) if unknown, not built, or not supported
+// by this machine (no GPU, a CPU without bf16).
 Backend& backend(const std::string& name, DType dtype = DType::f32);
 std::vector<std::string> backend_names();
 // Whether backend(name, dtype) would work on this machine; `why` (if non-null) says why not.
@@ -135,12 +136,17 @@ std::vector<std::string> backend_names();
 // not by emulation.
 bool backend_supports(const std::string& name, DType dtype, bool native = false,
                       std::string* why = nullptr);
+// Whether bf16 is native on this machine AND faster than fp32 there: what precision auto
+// picks bf16 by. Native is not enough: on a CPU with AVX512-BF16 but no AMX, bf16
+// convolutions can run at half fp32's speed (docs/engine.md), so the cpu backend measures
+// once per process where there is no AMX. `why` (if non-null) says why not.
+bool backend_bf16_faster(const std::string& name, std::string* why = nullptr);
 
 // The `precision` key of the training and features sections: "auto" | "bf16" | "fp32".
-// auto: bf16 where backend_supports(name, bf16, native) and fp32 elsewhere (then `note`, if
-// non-null, gets one line saying why). bf16 where the hardware has no native bf16 (the
-// backend emulates it): bf16, and `note` says it is emulated. bf16 on a backend or machine
-// without it at all (cuda without compute capability 8.0): UsageError naming `key`, the
+// auto: bf16 where backend_bf16_faster(name) and fp32 elsewhere (then `note`, if non-null,
+// gets one line saying why: no native bf16, or bf16 measured slower). bf16 where the hardware has
+// no native bf16 (the backend emulates it): bf16, and `note` says it is emulated. bf16 on a backend
+// or machine without it at all (cuda without compute capability 8.0): UsageError naming `key`, the
 // backend and why. The environment variable SIEVE_PRECISION_AUTO=bf16|fp32 makes auto
 // resolve as on the other kind of CPU (bf16 emulated where not native): a test seam, so that
 // one machine runs the suite as a bf16 CPU and as an AVX2 one would.

@@ -447,6 +447,17 @@ class CpuBackend final : public HostBackend {
     io_.done(dx, count);
   }
   void add(const Act* a, const Act* b, Act* y, size_t count) override {
+    if (dtype() == DType::bf16) {
+      // One pass over bf16 in and out (decode, add, round in registers): staging both inputs
+      // and the sum in fp32 scratch made the residual add 4x the fp32 add's time (8.4M
+      // elements, 1 thread: 39 ms against 9.7 ms; fused: see docs/engine.md).
+      const uint16_t* ab = static_cast<const uint16_t*>(a);
+      const uint16_t* bb = static_cast<const uint16_t*>(b);
+      uint16_t* yb = static_cast<uint16_t*>(y);
+#pragma omp parallel for simd schedule(static) if (count > kParallelMin)
+      for (size_t i = 0; i < count; ++i) yb[i] = to_bf16(from_bf16(ab[i]) + from_bf16(bb[i]));
+      return;
+    }
     const float* af = as_f32(a, count, io_.scratch(0));
     const float* bf = as_f32(b, count, io_.scratch(1));
     float* out = f32_out(y, count, io_.scratch(2));

@@ -16,6 +16,17 @@ std::unique_ptr<Backend> make_ref_backend(DType dtype);
 bool ref_backend_supports(DType dtype, bool native, std::string* why);
 std::unique_ptr<Backend> make_cpu_backend(DType dtype);
 bool cpu_backend_supports(DType dtype, bool native, std::string* why);
+// Whether bf16 outruns fp32 on this CPU (cpu_bf16_speed.cpp), asked only where it is native:
+// with AMX always; otherwise measured once per process (one convolution's three passes in
+// each dtype, single-threaded, ~50 ms). `why`: the measured speeds, where not.
+struct Bf16Speed {
+  bool amx = false;                 // decided without measuring
+  double fp32_ms = 0, bf16_ms = 0;  // best of 7, one convolution's 3 passes, 1 thread's CPU time
+  std::string failed;               // oneDNN could not make a bf16 convolution here
+  bool faster() const;
+};
+const Bf16Speed& cpu_bf16_speed();
+bool cpu_bf16_faster(std::string* why);
 // libcore/cuda/backend_cuda.cu (builds with CUDA only).
 std::unique_ptr<Backend> make_cuda_backend(DType dtype);
 bool cuda_backend_supports(DType dtype, bool native, std::string* why);

@@ -27,14 +27,17 @@ struct Entry {
   const char* name;
   std::unique_ptr<Backend> (*make)(DType);
   bool (*supports)(DType, bool native, std::string* why);
+  // Where bf16 is native: whether it is also faster than fp32 (null: always, as on GPUs
+  // from compute capability 8.0 and on ref, which is never native).
+  bool (*bf16_faster)(std::string* why);
 };
 const Entry kBackends[] = {
-    {"cpu", &make_cpu_backend, &cpu_backend_supports},
-    {"ref", &make_ref_backend, &ref_backend_supports},
+    {"cpu", &make_cpu_backend, &cpu_backend_supports, &cpu_bf16_faster},
+    {"ref", &make_ref_backend, &ref_backend_supports, nullptr},
 #ifdef SIEVE_HAVE_CUDA
-    {"cuda", &make_cuda_backend, &cuda_backend_supports},
+    {"cuda", &make_cuda_backend, &cuda_backend_supports, nullptr},
 #else
-    {"cuda", &make_cuda_not_built, &cuda_not_built},
+    {"cuda", &make_cuda_not_built, &cuda_not_built, nullptr},
 #endif
 };
 
@@ -50,6 +53,12 @@ const Entry& entry(const std::string& name) {
 
 bool backend_supports(const std::string& name, DType dtype, bool native, std::string* why) {
   return entry(name).supports(dtype, native, why);
+}
+
+bool backend_bf16_faster(const std::string& name, std::string* why) {
+  const Entry& e = entry(name);
+  if (!e.supports(DType::bf16, true, why)) return false;
+  return !e.bf16_faster || e.bf16_faster(why);
 }
 
 Backend& backend(const std::string& name, DType dtype) {
@@ -78,8 +87,7 @@ DType resolve_precision(const std::string& precision, const std::string& name,
   std::string why;
   if (precision == "bf16") {
     if (!backend_supports(name, DType::bf16, false, &why))
-      throw UsageError(cat(key, ": bf16 on backend '", name, "': ", why,
-                           "; use fp32 or auto"));
+      throw UsageError(cat(key, ": bf16 on backend '", name, "': ", why, "; use fp32 or auto"));
     if (note && !backend_supports(name, DType::bf16, true, &why))
       *note = cat(key, ": bf16 emulated: ", why, "; bf16's numerics, not its speed");
     return DType::bf16;
@@ -101,7 +109,7 @@ DType resolve_precision(const std::string& precision, const std::string& name,
     if (note) *note = cat(key, ": auto -> ", f, " (SIEVE_PRECISION_AUTO)");
     return f == "bf16" ? DType::bf16 : DType::f32;
   }
-  if (backend_supports(name, DType::bf16, true, &why)) return DType::bf16;
+  if (backend_bf16_faster(name, &why)) return DType::bf16;
   if (note) *note = cat(key, ": auto -> fp32 (", why, ")");
   return DType::f32;
 }

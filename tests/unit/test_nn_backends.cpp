@@ -4,8 +4,12 @@
 // (AVX-512) and its fp32 kernels on bf16 data below (emulation); ref bf16 is bf16 storage
 // and weights, fp32 compute.
 #include <gtest/gtest.h>
+#include <omp.h>
+
+#include <random>
 
 #include "nn/backend.hpp"
+#include "nn/backend_impl.hpp"
 #include "support/op_suite.hpp"
 #include "support/test_util.hpp"
 #include "util/error.hpp"
@@ -19,6 +23,60 @@ INSTANTIATE_TEST_SUITE_P(Host, BackendOps,
                                            OpCase{"ref", DType::bf16, 2e-2}),
                          op_case_name);
 
+// What precision auto's bf16 speed check measured (before any other test asks, so this one
+// sees the measurement itself): once per process, consistent with its own figures, and the
+// caller's OpenMP thread count restored after the single-threaded measurement.
+TEST(NnBackends, Bf16SpeedMeasuredOnceSingleThreaded) {
+  const int threads = omp_get_max_threads();
+  omp_set_num_threads(3);
+  const Bf16Speed& r = cpu_bf16_speed();
+  EXPECT_EQ(omp_get_max_threads(), 3);
+  omp_set_num_threads(threads);
+  EXPECT_EQ(&cpu_bf16_speed(), &r);
+  if (r.amx) {
+    EXPECT_TRUE(r.faster());
+  } else if (r.failed.empty()) {
+    EXPECT_GT(r.fp32_ms, 0);
+    EXPECT_GT(r.bf16_ms, 0);
+    EXPECT_LT(r.fp32_ms, 1e3);  // one small convolution, not a stuck measurement
+    EXPECT_EQ(r.faster(), r.bf16_ms < r.fp32_ms) << r.fp32_ms << " ms fp32, " << r.bf16_ms;
+  } else {
+    EXPECT_FALSE(r.faster());
+  }
+  std::string why;
+  EXPECT_EQ(backend_bf16_faster("ref", &why), false);  // ref's bf16 is never native
+  EXPECT_FALSE(why.empty());
+}
+
+// The cpu backend's bf16 residual add rounds once: bf16(fp32(a) + fp32(b)), round to nearest
+// even, bit for bit, over more elements than its parallel threshold.
+TEST(NnBackends, CpuBf16AddRoundsOnce) {
+  Backend& be = backend("cpu", DType::bf16);
+  const size_t n = 100003;
+  std::mt19937 g(7);
+  std::normal_distribution<float> d(0.f, 4.f);
+  std::vector<uint16_t> a(n), b(n), y(n, 0xffff);
+  for (size_t i = 0; i < n; ++i) a[i] = to_bf16(d(g)), b[i] = to_bf16(d(g));
+  a[0] = to_bf16(1.f), b[0] = to_bf16(1.f / 256);              // a tie: rounds to even (1.0)
+  a[1] = to_bf16(1.f + 1.f / 128), b[1] = to_bf16(1.f / 256);  // a tie: rounds up to even
+  void* da = be.allocate(n * 2);
+  void* db = be.allocate(n * 2);
+  void* dy = be.allocate(n * 2);
+  be.to_device(da, a.data(), n * 2);
+  be.to_device(db, b.data(), n * 2);
+  be.add(da, db, dy, n);
+  be.to_host(y.data(), dy, n * 2);
+  size_t wrong = 0;
+  for (size_t i = 0; i < n; ++i) {
+    const float s = from_bf16(a[i]) + from_bf16(b[i]);  // exact-ish fp32 sum, one rounding
+    wrong += y[i] != to_bf16(s);
+  }
+  EXPECT_EQ(wrong, 0u);
+  EXPECT_EQ(from_bf16(y[0]), 1.f);
+  EXPECT_EQ(from_bf16(y[1]), 1.f + 2.f / 128);
+  be.release(da), be.release(db), be.release(dy);
+}
+
 TEST(NnBackends, RegistryNamesAndUnknown) {
   EXPECT_EQ(backend_names(), (std::vector<std::string>{"cpu", "ref", "cuda"}));
   EXPECT_THROW(backend("tpu"), sieve::UsageError);
@@ -30,7 +88,7 @@ TEST(NnBackends, RegistryNamesAndUnknown) {
 
 TEST(NnBackends, Bf16RoundsToNearestEven) {
   EXPECT_EQ(to_bf16(1.0f), 0x3f80);
-  EXPECT_EQ(from_bf16(to_bf16(1.0f + 1.0f / 256)), 1.0f);              // tie -> even (down)
+  EXPECT_EQ(from_bf16(to_bf16(1.0f + 1.0f / 256)), 1.0f);               // tie -> even (down)
   EXPECT_EQ(from_bf16(to_bf16(1.0f + 3.0f / 256)), 1.0f + 4.0f / 256);  // tie -> even (up)
   EXPECT_EQ(from_bf16(to_bf16(1.0f + 1.5f / 256)), 1.0f + 2.0f / 256);  // above the tie
   EXPECT_TRUE(std::isnan(from_bf16(to_bf16(std::numeric_limits<float>::quiet_NaN()))));
@@ -51,10 +109,17 @@ TEST(NnBackends, ResolvePrecision) {
   EXPECT_EQ(resolve_precision("bf16", "ref", "pretrain.precision", &note), DType::bf16);
   EXPECT_NE(note.find("pretrain.precision: bf16 emulated"), std::string::npos) << note;
   const bool native = backend_supports("cpu", DType::bf16, true);
+  // auto wants bf16 native and faster: on a CPU without AMX the cpu backend measures it.
+  const bool faster = backend_bf16_faster("cpu");
+  EXPECT_TRUE(native || !faster);
   note.clear();
   EXPECT_EQ(resolve_precision("auto", "cpu", "x.precision", &note),
-            native ? DType::bf16 : DType::f32);
-  EXPECT_EQ(note.empty(), native) << note;
+            faster ? DType::bf16 : DType::f32);
+  EXPECT_EQ(note.empty(), faster) << note;
+  if (native && !faster) {
+    EXPECT_NE(note.find("x.precision: auto -> fp32 (bf16 convolutions run at "), std::string::npos)
+        << note;
+  }
   // Forced bf16 runs on every CPU; below native bf16 it is emulated, and one line says so.
   note.clear();
   EXPECT_EQ(resolve_precision("bf16", "cpu", "scaled.precision", &note), DType::bf16);
@@ -85,16 +150,14 @@ TEST(NnBackends, PrecisionAutoCanBeForcedForTests) {
   std::string note;
   setenv("SIEVE_PRECISION_AUTO", "bf16", 1);
   EXPECT_EQ(resolve_precision("auto", "ref", "pretrain.precision", &note), DType::bf16);
-  EXPECT_NE(note.find("pretrain.precision: auto -> bf16 (SIEVE_PRECISION_AUTO)"),
-            std::string::npos)
+  EXPECT_NE(note.find("pretrain.precision: auto -> bf16 (SIEVE_PRECISION_AUTO)"), std::string::npos)
       << note;
   EXPECT_EQ(resolve_precision("auto", "cpu", "x.precision"), DType::bf16);
   EXPECT_EQ(resolve_precision("fp32", "cpu", "x.precision"), DType::f32);
   if (!backend_supports("cuda", DType::bf16)) {
     note.clear();
     EXPECT_EQ(resolve_precision("auto", "cuda", "features.precision", &note), DType::f32);
-    EXPECT_NE(note.find("auto -> fp32 (SIEVE_PRECISION_AUTO=bf16, but"), std::string::npos)
-        << note;
+    EXPECT_NE(note.find("auto -> fp32 (SIEVE_PRECISION_AUTO=bf16, but"), std::string::npos) << note;
   }
   setenv("SIEVE_PRECISION_AUTO", "fp32", 1);
   EXPECT_EQ(resolve_precision("auto", "cpu", "x.precision"), DType::f32);
