@@ -27,6 +27,7 @@
 
 #include "cluster/calibrate.hpp"
 #include "comm/comm.hpp"
+#include "embed/knn_approx.hpp"
 
 namespace sieve::cluster {
 
@@ -58,12 +59,22 @@ struct RowShare {
 // in distance go to the smaller global row on every rank count. labels [n] and the result
 // ([n] score and flag) are whole on every rank. Needs n > k. piece_bytes: the size of one
 // message of reference rows (at least one row; tests pass a small one).
+// search: exact, or the inverted file (embed/knn_ivf_blocks.hpp: each rank's cells over its
+// own rows; approximate, and then the share's rows are also reordered in place); auto (the
+// default) is exact below embed::kApproxKnnMinPoints rows, the inverted file from there on.
+// Any other method counts as the inverted file.
 inline constexpr int64_t kKnnPieceBytes = int64_t(16) << 20;
+// Cells probed per query cell by the inverted file. At 1.28 M x 512 (one rank: 1,131 cells)
+// a query then meets ~1.4 % of the rows; docs/detection.md has the flags' agreement with
+// the exact search and the time.
+inline constexpr int64_t kKnnIvfProbes = 16;
 Detection detect_knn_vote(const Comm& comm, RowShare& features, int64_t n, const int32_t* labels,
-                          int k, double threshold, int64_t piece_bytes = kKnnPieceBytes);
+                          int k, double threshold, int64_t piece_bytes = kKnnPieceBytes,
+                          embed::KnnMethod search = embed::KnnMethod::Auto);
 // The same over x [n, d] held whole by every rank (each rank takes its block of rows).
 Detection detect_knn_vote(const Comm& comm, const float* x, int64_t n, int d, const int32_t* labels,
-                          int k, double threshold);
+                          int k, double threshold,
+                          embed::KnnMethod search = embed::KnnMethod::Auto);
 
 // Confident learning over row-distributed probabilities (rows sum to 1): per-class
 // thresholds from sums passed along the ranks in order, each rank decides its own rows;
@@ -93,7 +104,7 @@ struct DetectionScore {
   int64_t flagged = 0, truth = 0, hits = 0;
   double precision = 0, recall = 0, f1 = 0;
   double average_precision = 0;  // area under the step PR curve over the score
-  double auroc = 0;  // P(a noisy sample scores above a clean one), ties counting half
+  double auroc = 0;              // P(a noisy sample scores above a clean one), ties counting half
   std::vector<PrPoint> curve;    // at most `max_points`, recall ascending
 };
 

@@ -1,5 +1,13 @@
 // The knn detector over row-distributed features (detect.hpp).
 //
+// Search: exact (knn_merge_block, every query against every row) below the t-SNE's
+// crossover (embed::resolve_knn_method: 200,000 rows), the inverted file from there on
+// (embed::IvfBlockSearch: each rank's cells over its own rows, every piece of references
+// searched only against the queries of the cells near it). Exact at 1.28 M x 512 is 1.7e15
+// flops (hours on 2 cores); the inverted file scans kKnnIvfProbes of ~sqrt(m) cells a query.
+// With it the lists depend on the rank count (each rank's cells are its own); exact, they
+// do not.
+//
 // Memory: a rank holds its own rows [m, d] (the queries, and its part of the references)
 // plus two message pieces (piece_bytes); nobody holds the whole [n, d]. Every rank needs
 // every other rank's rows once as references: in step s = 1..P-1 rank r sends its rows to
@@ -10,10 +18,13 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <optional>
 
 #include "cluster/detect.hpp"
 #include "embed/knn.hpp"
+#include "embed/knn_ivf_blocks.hpp"
 #include "util/error.hpp"
+#include "util/log.hpp"
 
 namespace sieve::cluster {
 
@@ -36,7 +47,7 @@ void normalise_rows(float* x, int64_t m, int d) {
 }  // namespace
 
 Detection detect_knn_vote(const Comm& comm, RowShare& f, int64_t n, const int32_t* labels, int k,
-                          double threshold, int64_t piece_bytes) {
+                          double threshold, int64_t piece_bytes, embed::KnnMethod search) {
   SIEVE_CHECK(k >= 1 && int64_t(k) < n, "knn detector: k = ", k, " needs 1 <= k < samples (", n,
               ")");
   SIEVE_CHECK(n <= std::numeric_limits<int32_t>::max(), "knn detector: ", n,
@@ -46,6 +57,17 @@ Detection detect_knn_vote(const Comm& comm, RowShare& f, int64_t n, const int32_
   SIEVE_ASSERT(d > 0 && f.x.size() == size_t(m) * size_t(d), "knn share: ", f.x.size(),
                " values for ", m, " rows of ", d);
   normalise_rows(f.x.data(), m, d);
+  // The inverted file reorders the rows of the share (cell by cell) before anyone learns
+  // their order.
+  std::optional<embed::IvfBlockSearch> ivf;
+  if (embed::resolve_knn_method(search, n) != embed::KnnMethod::Exact) {
+    embed::IvfParams params;
+    params.probes = kKnnIvfProbes;
+    ivf.emplace(f.x.data(), f.rows.data(), m, d, k, params);
+    log::infof("knn detector: inverted file over ", n, " rows (rank 0: ", m, " rows in ",
+               ivf->lists(), " cells, the largest ", ivf->largest_cell(), "; ", ivf->mean_probes(),
+               " cells probed a cell, ", int64_t(ivf->mean_scanned()), " rows a query)");
+  }
   // Who holds which rows: the global rows of every rank's share, in rank order ([n] int64).
   const std::vector<int64_t> counts = comm.allgather<int64_t>(m);
   const std::vector<int64_t> all_rows = comm.allgatherv(f.rows);
@@ -61,8 +83,17 @@ Detection detect_knn_vote(const Comm& comm, RowShare& f, int64_t n, const int32_
   if (P > 1)
     for (auto& b : buf)
       b.resize(size_t(std::min(piece, *std::max_element(counts.begin(), counts.end()))) * d);
-  embed::knn_merge_block(f.x.data(), f.rows.data(), m, f.x.data(), f.rows.data(), m, d, k,
-                         idx.data(), d2.data());
+  // References R [nr, d] with global rows rid into the running lists, by the chosen search.
+  auto merge = [&](const float* R, const int64_t* rid, int64_t nr) {
+    if (ivf)
+      ivf->merge(R, rid, nr, idx.data(), d2.data());
+    else
+      embed::knn_merge_block(f.x.data(), f.rows.data(), m, R, rid, nr, d, k, idx.data(), d2.data());
+  };
+  if (ivf)
+    ivf->merge_own(idx.data(), d2.data());
+  else
+    merge(f.x.data(), f.rows.data(), m);
   for (int s = 1; s < P; ++s) {
     const int dst = (me + s) % P, src = (me - s + P) % P;
     std::vector<Request> sends;
@@ -79,9 +110,7 @@ Detection detect_knn_vote(const Comm& comm, RowShare& f, int64_t n, const int32_
     for (int64_t p = 0; p < pieces; ++p) {
       if (p + 1 < pieces) post(p + 1);
       recv[p % 2].wait();
-      embed::knn_merge_block(f.x.data(), f.rows.data(), m, buf[p % 2].data(),
-                             all_rows.data() + offset[size_t(src)] + p * piece, rows_of(p), d, k,
-                             idx.data(), d2.data());
+      merge(buf[p % 2].data(), all_rows.data() + offset[size_t(src)] + p * piece, rows_of(p));
     }
     wait_all(sends);
   }
@@ -107,13 +136,13 @@ Detection detect_knn_vote(const Comm& comm, RowShare& f, int64_t n, const int32_
 }
 
 Detection detect_knn_vote(const Comm& comm, const float* x, int64_t n, int d, const int32_t* labels,
-                          int k, double threshold) {
+                          int k, double threshold, embed::KnnMethod search) {
   const Range r = block_range(n, comm.rank(), comm.size());
   RowShare f;
   f.width = d;
   f.x.assign(x + r.begin * d, x + r.end * d);
   for (int64_t i = r.begin; i < r.end; ++i) f.rows.push_back(i);
-  return detect_knn_vote(comm, f, n, labels, k, threshold);
+  return detect_knn_vote(comm, f, n, labels, k, threshold, kKnnPieceBytes, search);
 }
 
 }  // namespace sieve::cluster

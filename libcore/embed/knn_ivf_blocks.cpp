@@ -70,6 +70,22 @@ double IvfBlockSearch::mean_probes() const {
   return double(cells_.probe.size()) / double(std::max<int64_t>(1, cells_.lists));
 }
 
+double IvfBlockSearch::mean_scanned() const {
+  auto rows_in = [&](int64_t c) { return cells_.start[size_t(c + 1)] - cells_.start[size_t(c)]; };
+  double sum = 0;
+  for (int64_t c = 0; c < cells_.lists; ++c)
+    for (int64_t p = cells_.probe_start[size_t(c)]; p < cells_.probe_start[size_t(c + 1)]; ++p)
+      sum += double(rows_in(c)) * double(rows_in(cells_.probe[size_t(p)]));
+  return sum / double(std::max<int64_t>(1, m_));
+}
+
+int64_t IvfBlockSearch::largest_cell() const {
+  int64_t most = 0;
+  for (int64_t c = 0; c < cells_.lists; ++c)
+    most = std::max(most, cells_.start[size_t(c + 1)] - cells_.start[size_t(c)]);
+  return most;
+}
+
 void IvfBlockSearch::merge_own(int32_t* idx, float* d2) const {
   search(Q_, qid_, cells_.start, cells_.rows, idx, d2);
 }

@@ -54,6 +54,10 @@ class IvfBlockSearch {
   int64_t lists() const { return cells_.lists; }
   // Mean number of probed cells per cell (the nominal probes, or more where cells are small).
   double mean_probes() const;
+  // Mean number of query rows a query meets in merge_own (the work: unequal cells make it
+  // larger than probes x m / lists).
+  double mean_scanned() const;
+  int64_t largest_cell() const;
 
  private:
   // Queries of every cell against the references R whose rows, cell by cell, are
