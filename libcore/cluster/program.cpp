@@ -2,11 +2,11 @@
 
 #include <algorithm>
 #include <cmath>
-#include <filesystem>
-#include <sstream>
-#include <numeric>
 #include <cstdio>
+#include <filesystem>
 #include <map>
+#include <numeric>
+#include <sstream>
 
 #include "cluster/calibrate.hpp"
 #include "cluster/detect.hpp"
@@ -100,6 +100,353 @@ std::string label_issues_csv(const std::vector<Detection>& dets, const Detection
   return os.str();
 }
 
+// The state cluster_filter's phases share: what it reads, the detections made so far and the
+// noise-rate estimate they follow.
+struct FilterRun {
+  ToolContext& ctx;
+  FilterOptions opt;
+  std::string input, output, dataset, truth, features, dynamics_file, issues_csv;
+  int knn_k = 0;
+  double knn_threshold = 0, max_flagged = 0;
+  Input in;
+  lineage::Lineage from;
+  std::vector<uint8_t> truth_flags;  // empty: no ground truth
+  int64_t true_count = 0;
+  bool compare = false;
+  std::vector<Detection> dets;
+  FilterResult clustered;  // of the chosen cluster method, or of the dbscan reference
+  bool have_clusters = false;
+  NoiseEstimate estimate;
+  std::vector<int32_t> suggested;  // the model's most likely class; -1 without probabilities
+  bool had_probs = false;
+
+  explicit FilterRun(ToolContext& c) : ctx(c), opt(filter_options(c.cfg)) {}
+  bool runs(const DetectorInfo& d) const {
+    return d.name == opt.method || (compare && d.reference);
+  }
+  const Detection* find(const std::string& m) const {
+    for (const auto& d : dets)
+      if (d.method == m) return &d;
+    return nullptr;
+  }
+  // Lineage: every file joined here by sample_id comes from the input's dataset.
+  void same_dataset(const std::string& other) {
+    h5::File of = h5::File::open(other);
+    const std::string fp = lineage::dataset_fingerprint_of(of);
+    const bool other_is_dataset =
+        of.has_attr("/", "schema") && of.attr_string("/", "schema") == schema::kDataset;
+    if (other_is_dataset)
+      lineage::require_same_dataset(input, from.dataset_fingerprint, other, fp);
+    else
+      lineage::require_same_dataset(other, fp, input, from.dataset_fingerprint);
+    if (from.dataset_fingerprint.empty()) from.dataset_fingerprint = fp;
+    from.inputs.push_back({other, lineage::fingerprint_of(of)});
+  }
+};
+
+// Flags and config into paths and settings; every usage error before any work.
+void resolve_paths(FilterRun& r) {
+  ToolContext& ctx = r.ctx;
+  const RunPaths paths = run_paths(ctx.cfg);
+  auto path_flag = [&](const char* name, const std::string& def, bool must_exist) {
+    std::string v = ctx.flag(name);
+    if (!v.empty() && must_exist && !std::filesystem::exists(v))
+      throw UsageError(cat("--", name, " ", v, ": no such file"));
+    return v.empty() ? def : v;
+  };
+  auto if_exists = [](const std::string& p) { return std::filesystem::exists(p) ? p : ""; };
+  r.input = path_flag("input", paths.embedding(), false);
+  r.output = path_flag("output", paths.filter(), false);
+  r.dataset = ctx.has_flag("input-dataset") ? ctx.flag("input-dataset")
+                                            : ctx.cfg.get_string("filter.input_dataset");
+  if (r.dataset.empty() || r.dataset[0] != '/') r.dataset = "/" + r.dataset;
+  r.truth = path_flag("truth", if_exists(paths.dataset()), true);
+  r.features = path_flag("features", if_exists(paths.features()), true);
+  r.dynamics_file = path_flag("dynamics", if_exists(paths.dynamics()), true);
+  r.knn_k = int(ctx.cfg.get_int("filter.knn.k"));
+  r.knn_threshold = ctx.cfg.get_float("filter.knn.threshold");
+  r.max_flagged = ctx.cfg.get_float("filter.max_flagged");
+  if (!detector(r.opt.method).clusters && r.features.empty())
+    throw UsageError(cat("filter.method=", r.opt.method, ": needs the features file (",
+                         paths.features(), " or --features FILE)"));
+  r.issues_csv = label_issues_path(r.output);
+}
+
+// The ground truth (/train/noise_truth of the dataset file), aligned to the input's rows.
+void read_truth(FilterRun& r) {
+  if (r.truth.empty()) return;
+  if (r.truth != r.input) r.same_dataset(r.truth);
+  h5::File tf = h5::File::open(r.truth);
+  if (!tf.exists("/train/noise_truth")) {
+    log::infof(r.truth, " has no /train/noise_truth: detectors are not scored");
+    return;
+  }
+  tf.require<uint8_t>("/train/noise_truth", 1);
+  tf.require<int64_t>("/train/sample_id", 1);
+  r.truth_flags = align_truth(r.in.ids, tf.read_all<int64_t>("/train/sample_id"),
+                              tf.read_all<uint8_t>("/train/noise_truth"), r.truth);
+  for (auto t : r.truth_flags) r.true_count += t != 0;
+}
+
+// The detectors on the embedding (dbscan, gmm, kmeans): the chosen one, and the compared.
+void run_cluster_methods(FilterRun& r) {
+  for (const DetectorInfo& info : detectors()) {
+    if (!info.clusters || !r.runs(info)) continue;
+    FilterOptions o = r.opt;
+    o.method = info.name;
+    FilterResult res = run_filter(r.ctx.comm, r.in.x.data(), r.in.n, r.in.d, r.in.labels.data(), o);
+    Detection d;
+    d.method = info.name;
+    d.inputs = cat(r.dataset == "/embedding" ? "t-SNE embedding" : r.dataset, ", per class");
+    d.flag.resize(size_t(r.in.n));
+    for (int64_t i = 0; i < r.in.n; ++i) d.flag[size_t(i)] = !res.keep[size_t(i)];
+    if (info.name == "dbscan") {
+      d.score = core_distance_per_class(r.in.x.data(), r.in.n, r.in.d, r.in.labels.data(),
+                                        int(o.dbscan.min_samples));
+    } else {
+      d.score.assign(d.flag.begin(), d.flag.end());  // decision only: a one-point curve
+    }
+    if (!r.have_clusters || info.name == r.opt.method) {
+      r.clustered = std::move(res);
+      r.have_clusters = true;
+    }
+    r.dets.push_back(std::move(d));
+  }
+}
+
+// The detectors on pretrain's features and probabilities (knn, confident), the confident
+// joint's noise estimate, and the suggested labels.
+void run_feature_detectors(FilterRun& r) {
+  const DetectorInfo& chosen = detector(r.opt.method);
+  const DetectorInfo& consensus = detector("consensus");
+  const bool want_knn = r.runs(detector("knn")) || r.runs(consensus);
+  const bool want_confident = r.runs(detector("confident")) || r.runs(consensus);
+  // The features and probabilities are row-distributed (inputs.hpp); only what a detector
+  // that runs needs is read.
+  FeatureShares fin;
+  if (!r.features.empty() && (want_knn || want_confident)) {
+    if (r.features != r.input) r.same_dataset(r.features);
+    fin = read_feature_shares(r.ctx.comm, r.features, r.in.ids, r.in.labels, want_knn,
+                              want_confident);
+  }
+  if (chosen.needs_features && fin.feats.width == 0)
+    throw UsageError(cat(r.features, ": no /train/features for filter.method=", r.opt.method));
+  if (chosen.needs_dynamics && r.dynamics_file.empty())
+    throw UsageError(cat("filter.method=", r.opt.method, ": needs pretrain's training dynamics (",
+                         run_paths(r.ctx.cfg).dynamics(),
+                         " or --dynamics FILE; pretrain.dynamics: true)"));
+  if (chosen.needs_probs && fin.probs.width == 0)
+    throw UsageError(cat(r.features, ": no /train/probs for filter.method=", r.opt.method,
+                         " (written by extract_features)"));
+  if (want_knn && fin.feats.width > 0) {
+    r.dets.push_back(detect_knn_vote(r.ctx.comm, fin.feats, r.in.n, r.in.labels.data(), r.knn_k,
+                                     r.knn_threshold));
+    fin.feats = RowShare();  // the largest input: free it for the rest
+  }
+  // The suggested label: the class the model finds most likely (each rank its rows).
+  r.suggested.assign(size_t(r.in.n), 0);
+  if (fin.probs.width > 0) {
+    const RowShare& p = fin.probs;
+    for (int64_t q = 0; q < p.size(); ++q) {
+      const float* row = p.x.data() + q * p.width;
+      r.suggested[size_t(p.rows[size_t(q)])] =
+          int32_t(std::max_element(row, row + p.width) - row) + 1;
+    }
+    r.ctx.comm.allreduce_sum(r.suggested.data(), r.suggested.size());  // disjoint rows
+  }
+  for (auto& v : r.suggested) v -= 1;  // -1: no probabilities
+  r.had_probs = fin.probs.width > 0;
+  if (want_confident && r.had_probs)
+    r.dets.push_back(
+        detect_confident(r.ctx.comm, fin.probs, r.in.n, r.in.labels.data(), &r.estimate));
+  if (r.compare && !r.had_probs)
+    log::infof("no class probabilities in ", r.features.empty() ? "(no features file)" : r.features,
+               ": the confident and consensus detectors are not compared");
+}
+
+// The training-dynamics detector and the consensus of the scores, both flagging per class as
+// many as the noise estimate says.
+void run_ranked_detectors(FilterRun& r) {
+  const DetectorInfo& consensus = detector("consensus");
+  // Training dynamics: the negated area under the margin (NaN: never trained, i.e. held out).
+  std::vector<float> neg_aum;
+  if (!r.dynamics_file.empty() && (r.runs(detector("dynamics")) || r.runs(consensus))) {
+    r.same_dataset(r.dynamics_file);
+    neg_aum = read_aum(r.dynamics_file, r.in.ids);
+    for (auto& v : neg_aum) v = -v;
+    Detection d;
+    d.method = "dynamics";
+    d.inputs = detector("dynamics").looks_at;
+    d.score = neg_aum;
+    // Unrecorded samples score the median (neither suspicious nor clean) so that the
+    // detector ranks every sample; the consensus leaves them out of this score instead.
+    std::vector<float> finite;
+    for (float v : neg_aum)
+      if (!std::isnan(v)) finite.push_back(v);
+    std::nth_element(finite.begin(), finite.begin() + finite.size() / 2, finite.end());
+    const float median = finite.empty() ? 0.0f : finite[finite.size() / 2];
+    for (auto& v : d.score)
+      if (std::isnan(v)) v = median;
+    if (!r.estimate.empty()) {
+      d.flag = flag_top_per_class(d.score, r.in.labels.data(), r.estimate.per_class);
+    } else {
+      d.flag.resize(d.score.size());
+      for (size_t i = 0; i < d.score.size(); ++i) d.flag[i] = d.score[i] > 0;  // AUM < 0
+    }
+    r.dets.push_back(std::move(d));
+  }
+  if (r.runs(consensus) && r.find("knn") && r.find("confident")) {
+    Detection d;
+    d.method = "consensus";
+    d.inputs = consensus.looks_at;
+    std::vector<const std::vector<float>*> scores = {&r.find("knn")->score,
+                                                     &r.find("confident")->score};
+    if (!neg_aum.empty()) scores.push_back(&neg_aum);
+    d.score = rank_average(scores);
+    d.flag = flag_top_per_class(d.score, r.in.labels.data(), r.estimate.per_class);
+    r.dets.push_back(std::move(d));
+  }
+  if (!r.estimate.empty()) {
+    log::infof("estimated wrong labels (confident joint): ", r.estimate.total(), " of ", r.in.n,
+               " (", 100.0 * double(r.estimate.total()) / double(r.in.n), " %)",
+               r.truth_flags.empty() ? std::string() : cat("; ground truth: ", r.true_count));
+  }
+}
+
+// What the chosen detector's flags make of the data: the keep mask, the per-class table, the
+// random control removing as many per class, and the cluster ids.
+struct Decision {
+  const Detection* chosen = nullptr;
+  std::vector<uint8_t> keep, random_keep;
+  std::vector<ClassRow> table;
+  std::vector<int32_t> cluster_ids;
+};
+
+Decision decide(const FilterRun& r) {
+  Decision dec;
+  dec.chosen = r.find(r.opt.method);
+  SIEVE_CHECK(dec.chosen, "filter.method=", r.opt.method, ": detector did not run");
+  // filter.max_flagged: the chosen detector may not empty a class; a compared one that would
+  // is reported, and its figures stay in the table.
+  for (const auto& d : r.dets) {
+    const std::string why = over_max_flagged(d.method, d.flag, r.in.labels.data(), r.max_flagged);
+    if (why.empty()) continue;
+    if (&d == dec.chosen) throw UsageError(why);
+    log::infof("note: ", why);
+  }
+  const int64_t n = r.in.n;
+  dec.keep.resize(size_t(n));
+  for (int64_t i = 0; i < n; ++i) dec.keep[size_t(i)] = !dec.chosen->flag[size_t(i)];
+  const bool method_clusters = detector(r.opt.method).clusters;
+  dec.table = method_clusters ? r.clustered.table : table_of(dec.chosen->flag, r.in.labels);
+  dec.random_keep = random_keep_mask(r.in.labels.data(), n, dec.table, r.opt.seed);
+  dec.cluster_ids = r.have_clusters ? r.clustered.cluster : std::vector<int32_t>();
+  if (!method_clusters) {  // no clusters: -1 marks the flagged samples, 0 the kept ones
+    dec.cluster_ids.assign(size_t(n), 0);
+    for (int64_t i = 0; i < n; ++i)
+      if (!dec.keep[size_t(i)]) dec.cluster_ids[size_t(i)] = -1;
+  }
+  int64_t removed = 0;
+  for (auto k : dec.keep) removed += !k;
+  log::infof("detector ", r.opt.method, ": ", removed, " of ", n, " samples flagged as noise (",
+             100.0 * double(removed) / double(n), " %)");
+  log::info("per-class table:\n" + format_table(dec.table));
+  return dec;
+}
+
+// Every detector against the ground truth (empty without one).
+std::vector<DetectionScore> score_all(const FilterRun& r) {
+  std::vector<DetectionScore> scores;
+  if (r.truth_flags.empty()) return scores;
+  for (const auto& d : r.dets) {
+    scores.push_back(score_detection(d, r.truth_flags));
+    const auto& s = scores.back();
+    log::infof("detector ", d.method, " vs ground truth: precision ", s.precision, ", recall ",
+               s.recall, ", F1 ", s.f1, ", average precision ", s.average_precision, ", AUROC ",
+               s.auroc, " (", s.hits, " of ", s.flagged, " flagged are noise; ", s.truth,
+               " noisy)");
+  }
+  return scores;
+}
+
+void write_per_class(h5::File& f, const std::vector<ClassRow>& table) {
+  f.create_group("/per_class");
+  std::vector<int32_t> cls;
+  std::vector<int64_t> samples, clusters, noise;
+  std::vector<double> pct;
+  for (const auto& row : table) {
+    cls.push_back(row.cls);
+    samples.push_back(row.samples);
+    clusters.push_back(row.clusters);
+    noise.push_back(row.noise);
+    pct.push_back(row.removed_pct);
+  }
+  put(f, "/per_class/class", cls);
+  put(f, "/per_class/samples", samples);
+  put(f, "/per_class/clusters", clusters);
+  put(f, "/per_class/noise", noise);
+  put(f, "/per_class/removed_pct", pct);
+}
+
+// The noise rate the calibrated decisions follow, beside the truth where it exists.
+void write_noise_estimate(h5::File& f, const FilterRun& r) {
+  const NoiseEstimate& e = r.estimate;
+  if (e.empty()) return;
+  f.create_group("/noise_estimate");
+  put(f, "/noise_estimate/per_class", e.per_class);
+  put(f, "/noise_estimate/class_size", e.class_size);
+  f.create_dataset<int64_t>("/noise_estimate/confident_joint",
+                            {hsize_t(e.classes), hsize_t(e.classes)});
+  f.write_rows<int64_t>("/noise_estimate/confident_joint", 0, size_t(e.classes), e.joint.data());
+  f.set_attr("/noise_estimate", "total", e.total());
+  if (!r.truth_flags.empty()) f.set_attr("/noise_estimate", "truth", r.true_count);
+}
+
+// filter.h5 (sieve.filter/1, docs/formats.md) into `path`.
+void write_filter_file(const std::string& path, const FilterRun& r, const Decision& dec,
+                       const std::vector<DetectionScore>& scores) {
+  const FilterOptions& opt = r.opt;
+  h5::File f = h5::File::create(path);
+  put(f, "/cluster", dec.cluster_ids);
+  put(f, "/keep", dec.keep);
+  put(f, "/random_keep", dec.random_keep);
+  put(f, "/sample_id", r.in.ids);
+  put(f, "/labels", r.in.labels);
+  if (r.had_probs) put(f, "/suggested_label", r.suggested);  // the model's most likely class
+  write_per_class(f, dec.table);
+  write_noise_estimate(f, r);
+  f.create_group("/detectors");
+  std::vector<std::string> names;
+  for (size_t k = 0; k < r.dets.size(); ++k) {
+    write_detector(f, r.dets[k], scores.empty() ? nullptr : &scores[k]);
+    names.push_back(r.dets[k].method);
+  }
+  f.set_attr("/", "detectors", names);  // the groups under /detectors, in run order
+  f.set_attr("/", "method", opt.method);
+  f.set_attr("/", "eps", r.have_clusters ? r.clustered.eps : 0.0);
+  f.set_attr("/", "eps_auto", int64_t(r.have_clusters && opt.auto_eps));
+  f.set_attr("/", "min_samples", opt.dbscan.min_samples);
+  f.set_attr("/", "per_class", int64_t(opt.per_class));
+  f.set_attr("/", "input", r.input);
+  f.set_attr("/", "input_dataset", r.dataset);
+  f.set_attr("/", "features", r.features);
+  f.set_attr("/", "dynamics", r.dynamics_file);
+  if (opt.method == "knn") {
+    f.set_attr("/", "knn_k", int64_t(r.knn_k));
+    f.set_attr("/", "knn_threshold", r.knn_threshold);
+  }
+  if (opt.method == "gmm") f.set_attr("/", "log_likelihood", r.clustered.log_likelihood);
+  for (size_t k = 0; k < scores.size(); ++k) {
+    if (r.dets[k].method != opt.method) continue;
+    f.set_attr("/", "noise_precision", scores[k].precision);
+    f.set_attr("/", "noise_recall", scores[k].recall);
+    f.set_attr("/", "noise_f1", scores[k].f1);
+  }
+  h5::stamp(f, schema::kFilter, r.ctx.cfg.to_yaml());
+  lineage::stamp_derived(f, schema::kFilter, r.ctx.cfg.to_yaml(), r.from);
+  f.close();
+}
+
 }  // namespace
 
 void add_filter_flags(po::options_description& o) {
@@ -120,303 +467,32 @@ void add_filter_flags(po::options_description& o) {
 }
 
 void cluster_filter_main(ToolContext& ctx) {
-  const RunPaths paths = run_paths(ctx.cfg);
-  auto path_flag = [&](const char* name, const std::string& def, bool must_exist) {
-    std::string v = ctx.flag(name);
-    if (!v.empty() && must_exist && !std::filesystem::exists(v))
-      throw UsageError(cat("--", name, " ", v, ": no such file"));
-    return v.empty() ? def : v;
-  };
-  const std::string input = path_flag("input", paths.embedding(), false);
-  const std::string output = path_flag("output", paths.filter(), false);
-  std::string dataset = ctx.has_flag("input-dataset") ? ctx.flag("input-dataset")
-                                                      : ctx.cfg.get_string("filter.input_dataset");
-  if (dataset.empty() || dataset[0] != '/') dataset = "/" + dataset;
-  const std::string truth =
-      path_flag("truth", std::filesystem::exists(paths.dataset()) ? paths.dataset() : "", true);
-  const std::string features = path_flag(
-      "features", std::filesystem::exists(paths.features()) ? paths.features() : "", true);
-  const std::string dynamics_file = path_flag(
-      "dynamics", std::filesystem::exists(paths.dynamics()) ? paths.dynamics() : "", true);
-  FilterOptions opt = filter_options(ctx.cfg);
-  const DetectorInfo& chosen_info = detector(opt.method);
-  const int knn_k = int(ctx.cfg.get_int("filter.knn.k"));
-  const double knn_threshold = ctx.cfg.get_float("filter.knn.threshold");
-  const double max_flagged = ctx.cfg.get_float("filter.max_flagged");
-  const bool method_clusters = chosen_info.clusters;
-  if (!method_clusters && features.empty())
-    throw UsageError(cat("filter.method=", opt.method, ": needs the features file (",
-                         paths.features(), " or --features FILE)"));
-  AtomicOutput out(output, ctx.overwrite, ctx.comm);  // fails before any work
-  const std::string issues_csv = label_issues_path(output);
-  check_output_path(issues_csv, ctx.overwrite, schema::kLabelIssues);
-  check_resolved_config_path(config_sidecar_path(output));
+  FilterRun r(ctx);
+  resolve_paths(r);
+  AtomicOutput out(r.output, ctx.overwrite, ctx.comm);  // fails before any work
+  check_output_path(r.issues_csv, ctx.overwrite, schema::kLabelIssues);
+  check_resolved_config_path(config_sidecar_path(r.output));
 
-  Input in = read_input(input, dataset);
-  log::infof("read ", in.n, " points of dimension ", in.d, " from ", input, ":", dataset);
-  // Lineage: every file joined here by sample_id comes from the input's dataset.
-  lineage::Lineage from = lineage::lineage_of(input);
-  auto same_dataset = [&](const std::string& other) {
-    h5::File of = h5::File::open(other);
-    const std::string fp = lineage::dataset_fingerprint_of(of);
-    const bool other_is_dataset =
-        of.has_attr("/", "schema") && of.attr_string("/", "schema") == schema::kDataset;
-    if (other_is_dataset)
-      lineage::require_same_dataset(input, from.dataset_fingerprint, other, fp);
-    else
-      lineage::require_same_dataset(other, fp, input, from.dataset_fingerprint);
-    if (from.dataset_fingerprint.empty()) from.dataset_fingerprint = fp;
-    from.inputs.push_back({other, lineage::fingerprint_of(of)});
-  };
+  r.in = read_input(r.input, r.dataset);
+  log::infof("read ", r.in.n, " points of dimension ", r.in.d, " from ", r.input, ":", r.dataset);
+  r.from = lineage::lineage_of(r.input);
+  read_truth(r);
+  r.compare = !r.truth_flags.empty() && ctx.cfg.get_bool("filter.compare");
 
-  std::vector<uint8_t> truth_flags;
-  if (!truth.empty()) {
-    if (truth != input) same_dataset(truth);
-    h5::File tf = h5::File::open(truth);
-    if (tf.exists("/train/noise_truth")) {
-      tf.require<uint8_t>("/train/noise_truth", 1);
-      tf.require<int64_t>("/train/sample_id", 1);
-      truth_flags = align_truth(in.ids, tf.read_all<int64_t>("/train/sample_id"),
-                                tf.read_all<uint8_t>("/train/noise_truth"), truth);
-    } else {
-      log::infof(truth, " has no /train/noise_truth: detectors are not scored");
-    }
-  }
-  const bool compare = !truth_flags.empty() && ctx.cfg.get_bool("filter.compare");
-  int64_t true_count = 0;
-  for (auto t : truth_flags) true_count += t != 0;
-  auto runs = [&](const DetectorInfo& d) {
-    return d.name == opt.method || (compare && d.reference);
-  };
-  const DetectorInfo &knn_info = detector("knn"), &confident_info = detector("confident"),
-                     &consensus_info = detector("consensus");
-  const bool want_knn = runs(knn_info) || runs(consensus_info);
-  const bool want_confident = runs(confident_info) || runs(consensus_info);
-  // The features and probabilities are row-distributed (inputs.hpp); only what a detector
-  // that runs needs is read.
-  FeatureShares fin;
-  if (!features.empty() && (want_knn || want_confident)) {
-    if (features != input) same_dataset(features);
-    fin = read_feature_shares(ctx.comm, features, in.ids, in.labels, want_knn, want_confident);
-  }
-
-  // The detectors to run: the chosen one, and with ground truth the reference set.
-  std::vector<Detection> dets;
-  FilterResult clustered;  // of the chosen cluster method, or of the dbscan reference
-  bool have_clusters = false;
-  auto run_cluster_method = [&](const std::string& method) {
-    FilterOptions o = opt;
-    o.method = method;
-    FilterResult r = run_filter(ctx.comm, in.x.data(), in.n, in.d, in.labels.data(), o);
-    Detection d;
-    d.method = method;
-    d.inputs = cat(dataset == "/embedding" ? "t-SNE embedding" : dataset, ", per class");
-    d.flag.resize(size_t(in.n));
-    for (int64_t i = 0; i < in.n; ++i) d.flag[size_t(i)] = !r.keep[size_t(i)];
-    if (method == "dbscan") {
-      d.score = core_distance_per_class(in.x.data(), in.n, in.d, in.labels.data(),
-                                        int(o.dbscan.min_samples));
-    } else {
-      d.score.assign(d.flag.begin(), d.flag.end());  // decision only: a one-point curve
-    }
-    if (!have_clusters || method == opt.method) {
-      clustered = std::move(r);
-      have_clusters = true;
-    }
-    dets.push_back(std::move(d));
-  };
-  for (const DetectorInfo& d : detectors())
-    if (d.clusters && runs(d)) run_cluster_method(d.name);
-  if (chosen_info.needs_features && fin.feats.width == 0)
-    throw UsageError(cat(features, ": no /train/features for filter.method=", opt.method));
-  if (chosen_info.needs_dynamics && dynamics_file.empty())
-    throw UsageError(cat("filter.method=", opt.method, ": needs pretrain's training dynamics (",
-                         paths.dynamics(), " or --dynamics FILE; pretrain.dynamics: true)"));
-  if (chosen_info.needs_probs && fin.probs.width == 0)
-    throw UsageError(cat(features, ": no /train/probs for filter.method=", opt.method,
-                         " (written by extract_features)"));
-  if (want_knn && fin.feats.width > 0) {
-    dets.push_back(
-        detect_knn_vote(ctx.comm, fin.feats, in.n, in.labels.data(), knn_k, knn_threshold));
-    fin.feats = RowShare();  // the largest input: free it for the rest
-  }
-  // The suggested label: the class the model finds most likely (each rank its rows).
-  std::vector<int32_t> suggested(size_t(in.n), 0);
-  if (fin.probs.width > 0) {
-    const RowShare& p = fin.probs;
-    for (int64_t q = 0; q < p.size(); ++q) {
-      const float* row = p.x.data() + q * p.width;
-      suggested[size_t(p.rows[size_t(q)])] = int32_t(std::max_element(row, row + p.width) - row) + 1;
-    }
-    ctx.comm.allreduce_sum(suggested.data(), suggested.size());  // disjoint rows
-  }
-  for (auto& v : suggested) v -= 1;  // -1: no probabilities
-  const bool fin_had_probs = fin.probs.width > 0;
-  NoiseEstimate estimate;
-  if (want_confident && fin.probs.width > 0)
-    dets.push_back(detect_confident(ctx.comm, fin.probs, in.n, in.labels.data(), &estimate));
-  if (compare && fin.probs.width == 0)
-    log::infof("no class probabilities in ", features.empty() ? "(no features file)" : features,
-               ": the confident and consensus detectors are not compared");
-  auto find = [&](const std::string& m) -> const Detection* {
-    for (const auto& d : dets)
-      if (d.method == m) return &d;
-    return nullptr;
-  };
-  // Training dynamics: the negated area under the margin (NaN: never trained, i.e. held out).
-  std::vector<float> neg_aum;
-  if (!dynamics_file.empty() && (runs(detector("dynamics")) || runs(consensus_info))) {
-    same_dataset(dynamics_file);
-    neg_aum = read_aum(dynamics_file, in.ids);
-    for (auto& v : neg_aum) v = -v;
-    Detection d;
-    d.method = "dynamics";
-    d.inputs = detector("dynamics").looks_at;
-    d.score = neg_aum;
-    // Unrecorded samples score the median (neither suspicious nor clean) so that the
-    // detector ranks every sample; the consensus leaves them out of this score instead.
-    std::vector<float> finite;
-    for (float v : neg_aum)
-      if (!std::isnan(v)) finite.push_back(v);
-    std::nth_element(finite.begin(), finite.begin() + finite.size() / 2, finite.end());
-    const float median = finite.empty() ? 0.0f : finite[finite.size() / 2];
-    for (auto& v : d.score)
-      if (std::isnan(v)) v = median;
-    if (!estimate.empty()) {
-      d.flag = flag_top_per_class(d.score, in.labels.data(), estimate.per_class);
-    } else {
-      d.flag.resize(d.score.size());
-      for (size_t i = 0; i < d.score.size(); ++i) d.flag[i] = d.score[i] > 0;  // AUM < 0
-    }
-    dets.push_back(std::move(d));
-  }
-  if (runs(consensus_info) && find("knn") && find("confident")) {
-    Detection d;
-    d.method = "consensus";
-    d.inputs = consensus_info.looks_at;
-    std::vector<const std::vector<float>*> scores = {&find("knn")->score,
-                                                     &find("confident")->score};
-    if (!neg_aum.empty()) scores.push_back(&neg_aum);
-    d.score = rank_average(scores);
-    d.flag = flag_top_per_class(d.score, in.labels.data(), estimate.per_class);
-    dets.push_back(std::move(d));
-  }
-  if (!estimate.empty()) {
-    log::infof("estimated wrong labels (confident joint): ", estimate.total(), " of ", in.n, " (",
-               100.0 * double(estimate.total()) / double(in.n), " %)",
-               truth_flags.empty() ? std::string() : cat("; ground truth: ", true_count));
-  }
-
-  const Detection* chosen = find(opt.method);
-  SIEVE_CHECK(chosen, "filter.method=", opt.method, ": detector did not run");
-  // filter.max_flagged: the chosen detector may not empty a class; a compared one that would
-  // is reported, and its figures stay in the table.
-  for (const auto& d : dets) {
-    const std::string why = over_max_flagged(d.method, d.flag, in.labels.data(), max_flagged);
-    if (why.empty()) continue;
-    if (&d == chosen) throw UsageError(why);
-    log::infof("note: ", why);
-  }
-  std::vector<uint8_t> keep(size_t(in.n));
-  for (int64_t i = 0; i < in.n; ++i) keep[size_t(i)] = !chosen->flag[size_t(i)];
-  std::vector<ClassRow> table =
-      method_clusters ? clustered.table : table_of(chosen->flag, in.labels);
-  std::vector<uint8_t> random_keep = random_keep_mask(in.labels.data(), in.n, table, opt.seed);
-  std::vector<int32_t> cluster_ids = have_clusters ? clustered.cluster : std::vector<int32_t>();
-  if (!method_clusters) {  // no clusters: -1 marks the flagged samples, 0 the kept ones
-    cluster_ids.assign(size_t(in.n), 0);
-    for (int64_t i = 0; i < in.n; ++i)
-      if (!keep[size_t(i)]) cluster_ids[size_t(i)] = -1;
-  }
-  int64_t removed = 0;
-  for (auto k : keep) removed += !k;
-  log::infof("detector ", opt.method, ": ", removed, " of ", in.n, " samples flagged as noise (",
-             100.0 * double(removed) / double(in.n), " %)");
-  log::info("per-class table:\n" + format_table(table));
-
-  std::vector<DetectionScore> scores;
-  for (const auto& d : dets) {
-    if (truth_flags.empty()) break;
-    scores.push_back(score_detection(d, truth_flags));
-    const auto& s = scores.back();
-    log::infof("detector ", d.method, " vs ground truth: precision ", s.precision, ", recall ",
-               s.recall, ", F1 ", s.f1, ", average precision ", s.average_precision, ", AUROC ",
-               s.auroc, " (", s.hits,
-               " of ", s.flagged, " flagged are noise; ", s.truth, " noisy)");
-  }
+  run_cluster_methods(r);
+  run_feature_detectors(r);
+  run_ranked_detectors(r);
+  const Decision dec = decide(r);
+  const std::vector<DetectionScore> scores = score_all(r);
 
   on_root_agreed(ctx.comm, [&] {
-    h5::File f = h5::File::create(out.tmp_path());
-    put(f, "/cluster", cluster_ids);
-    put(f, "/keep", keep);
-    put(f, "/random_keep", random_keep);
-    put(f, "/sample_id", in.ids);
-    put(f, "/labels", in.labels);
-    if (fin_had_probs) put(f, "/suggested_label", suggested);  // the model's most likely class
-    f.create_group("/per_class");
-    std::vector<int32_t> cls;
-    std::vector<int64_t> samples, clusters, noise;
-    std::vector<double> pct;
-    for (const auto& r : table) {
-      cls.push_back(r.cls);
-      samples.push_back(r.samples);
-      clusters.push_back(r.clusters);
-      noise.push_back(r.noise);
-      pct.push_back(r.removed_pct);
-    }
-    put(f, "/per_class/class", cls);
-    put(f, "/per_class/samples", samples);
-    put(f, "/per_class/clusters", clusters);
-    put(f, "/per_class/noise", noise);
-    put(f, "/per_class/removed_pct", pct);
-    if (!estimate.empty()) {
-      // The noise rate the calibrated decisions follow, beside the truth where it exists.
-      f.create_group("/noise_estimate");
-      put(f, "/noise_estimate/per_class", estimate.per_class);
-      put(f, "/noise_estimate/class_size", estimate.class_size);
-      f.create_dataset<int64_t>("/noise_estimate/confident_joint",
-                                {hsize_t(estimate.classes), hsize_t(estimate.classes)});
-      f.write_rows<int64_t>("/noise_estimate/confident_joint", 0, size_t(estimate.classes),
-                            estimate.joint.data());
-      f.set_attr("/noise_estimate", "total", estimate.total());
-      if (!truth_flags.empty()) f.set_attr("/noise_estimate", "truth", true_count);
-    }
-    f.create_group("/detectors");
-    std::vector<std::string> names;
-    for (size_t k = 0; k < dets.size(); ++k) {
-      write_detector(f, dets[k], scores.empty() ? nullptr : &scores[k]);
-      names.push_back(dets[k].method);
-    }
-    f.set_attr("/", "detectors", names);  // the groups under /detectors, in run order
-    f.set_attr("/", "method", opt.method);
-    f.set_attr("/", "eps", have_clusters ? clustered.eps : 0.0);
-    f.set_attr("/", "eps_auto", int64_t(have_clusters && opt.auto_eps));
-    f.set_attr("/", "min_samples", opt.dbscan.min_samples);
-    f.set_attr("/", "per_class", int64_t(opt.per_class));
-    f.set_attr("/", "input", input);
-    f.set_attr("/", "input_dataset", dataset);
-    f.set_attr("/", "features", features);
-    f.set_attr("/", "dynamics", dynamics_file);
-    if (opt.method == "knn") {
-      f.set_attr("/", "knn_k", int64_t(knn_k));
-      f.set_attr("/", "knn_threshold", knn_threshold);
-    }
-    if (opt.method == "gmm") f.set_attr("/", "log_likelihood", clustered.log_likelihood);
-    for (size_t k = 0; k < scores.size(); ++k) {
-      if (dets[k].method != opt.method) continue;
-      f.set_attr("/", "noise_precision", scores[k].precision);
-      f.set_attr("/", "noise_recall", scores[k].recall);
-      f.set_attr("/", "noise_f1", scores[k].f1);
-    }
-    h5::stamp(f, schema::kFilter, ctx.cfg.to_yaml());
-    lineage::stamp_derived(f, schema::kFilter, ctx.cfg.to_yaml(), from);
-    f.close();
-    write_text_atomic(issues_csv,
-                      label_issues_csv(dets, *chosen, in.ids, in.labels, suggested, keep));
-    write_resolved_config(config_sidecar_path(output), ctx.cfg.to_yaml());
+    write_filter_file(out.tmp_path(), r, dec, scores);
+    write_text_atomic(r.issues_csv, label_issues_csv(r.dets, *dec.chosen, r.in.ids, r.in.labels,
+                                                     r.suggested, dec.keep));
+    write_resolved_config(config_sidecar_path(r.output), ctx.cfg.to_yaml());
   });
   out.commit();
-  log::infof("wrote ", output, " and ", issues_csv);
+  log::infof("wrote ", r.output, " and ", r.issues_csv);
 }
 
 }  // namespace sieve::cluster
