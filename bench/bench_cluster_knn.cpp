@@ -4,6 +4,7 @@
 // there the share holds every row). scripts/bench_knn.sh makes the file and runs this.
 //
 //   bench_cluster_knn FEATURES.h5 [search=auto|exact|ivf] [check=2000] [k=10] [threshold=0.7]
+//                     [probes=cluster::kKnnIvfProbes]
 //
 // Prints one line of key=value pairs on rank 0 (stdout): rows, width, ranks, threads, the
 // search used, the seconds to read and to detect (wall and this rank's CPU), the flagged
@@ -27,6 +28,7 @@
 #include "embed/knn.hpp"
 #include "embed/knn_approx.hpp"
 #include "io/h5.hpp"
+#include "util/log.hpp"
 
 namespace {
 double cpu_seconds() {
@@ -43,9 +45,11 @@ int main(int argc, char** argv) {
   using namespace sieve;
   MpiSession mpi(&argc, &argv);
   Comm comm = Comm::world();
+  log::set_rank(comm.rank(), comm.size());  // progress and notes from rank 0 only
   if (argc < 2) {
     if (comm.is_root())
-      std::fprintf(stderr, "usage: %s FEATURES.h5 [auto|exact|ivf] [check] [k] [threshold]\n",
+      std::fprintf(stderr,
+                   "usage: %s FEATURES.h5 [auto|exact|ivf] [check] [k] [threshold] [probes]\n",
                    argv[0]);
     return 2;
   }
@@ -54,6 +58,7 @@ int main(int argc, char** argv) {
   const int64_t check = argc > 3 ? std::atoll(argv[3]) : 2000;
   const int k = argc > 4 ? std::atoi(argv[4]) : 10;
   const double threshold = argc > 5 ? std::atof(argv[5]) : 0.7;
+  const int64_t probes = argc > 6 ? std::atoll(argv[6]) : cluster::kKnnIvfProbes;
 
   auto t0 = std::chrono::steady_clock::now();
   std::vector<int64_t> ids;
@@ -72,8 +77,8 @@ int main(int argc, char** argv) {
 
   t0 = std::chrono::steady_clock::now();
   const double c0 = cpu_seconds();
-  const cluster::Detection det = cluster::detect_knn_vote(comm, f, n, labels.data(), k, threshold,
-                                                          cluster::kKnnPieceBytes, search);
+  const cluster::Detection det = cluster::detect_knn_vote(
+      comm, f, n, labels.data(), k, threshold, cluster::kKnnPieceBytes, {search, probes});
   const double cpu_s = cpu_seconds() - c0;
   comm.barrier();
   const double detect_s = since(t0);
@@ -115,14 +120,15 @@ int main(int argc, char** argv) {
   getrusage(RUSAGE_SELF, &ru);
   if (comm.is_root())
     std::printf(
-        "rows=%lld width=%d ranks=%d threads=%d search=%s read_s=%.1f detect_s=%.1f "
+        "rows=%lld width=%d ranks=%d threads=%d search=%s probes=%lld read_s=%.1f detect_s=%.1f "
         "detect_cpu_s=%.1f flagged=%lld peak_rss_gb=%.2f check_rows=%lld flag_agreement=%.4f "
         "mean_abs_score_diff=%.4f\n",
         (long long)n, d, comm.size(), omp_get_max_threads(),
         embed::knn_method_name(embed::resolve_knn_method(search, n) == embed::KnnMethod::Exact
                                    ? embed::KnnMethod::Exact
                                    : embed::KnnMethod::Ivf),
-        read_s, detect_s, cpu_s, (long long)flagged, double(ru.ru_maxrss) / (1 << 20),
-        (long long)(comm.size() == 1 ? std::min(check, n) : 0), agree, score_diff);
+        (long long)probes, read_s, detect_s, cpu_s, (long long)flagged,
+        double(ru.ru_maxrss) / (1 << 20), (long long)(comm.size() == 1 ? std::min(check, n) : 0),
+        agree, score_diff);
   return 0;
 }

@@ -13,7 +13,10 @@ in their true class's direction and blob), so the knn and confident detectors ha
 something to find. Rows are written in blocks, so memory stays small at any N.
 
   /usr/bin/python3 scripts/make_filter_inputs.py OUT_DIR [--n 1000000] [--features 512]
-      [--classes 10] [--flip 0.05] [--seed 1] [--block 65536]
+      [--classes 10] [--flip 0.05] [--spread 0.8] [--seed 1] [--block 65536]
+
+--spread is the norm of the feature noise around a class's unit direction (two classes'
+directions are ~1.41 apart): 0.8 leaves the classes apart, 1.5 makes them overlap.
 """
 import argparse
 import os
@@ -29,6 +32,7 @@ def main():
     ap.add_argument("--features", type=int, default=512)
     ap.add_argument("--classes", type=int, default=10)
     ap.add_argument("--flip", type=float, default=0.05)
+    ap.add_argument("--spread", type=float, default=0.8)
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--block", type=int, default=65536)
     a = ap.parse_args()
@@ -57,7 +61,7 @@ def main():
             flip = rng.random(m) < a.flip
             labels = np.where(flip, (true + rng.integers(1, C, size=m)) % C, true).astype(np.int32)
             ids = (np.arange(b, e, dtype=np.int64) * 7919) % 1000000007 + 17  # scrambled, unique
-            x = centres[true] + rng.normal(scale=0.8 / np.sqrt(F), size=(m, F)).astype(np.float32)
+            x = centres[true] + rng.normal(scale=a.spread / np.sqrt(F), size=(m, F)).astype(np.float32)
             x *= rng.uniform(0.5, 3.0, size=(m, 1)).astype(np.float32)  # cosine ignores scale
             logits = 4.0 * np.eye(C, dtype=np.float32)[true] + rng.normal(size=(m, C)).astype(np.float32)
             p = np.exp(logits - logits.max(axis=1, keepdims=True))

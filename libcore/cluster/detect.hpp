@@ -60,21 +60,26 @@ struct RowShare {
 // ([n] score and flag) are whole on every rank. Needs n > k. piece_bytes: the size of one
 // message of reference rows (at least one row; tests pass a small one).
 // search: exact, or the inverted file (embed/knn_ivf_blocks.hpp: each rank's cells over its
-// own rows; approximate, and then the share's rows are also reordered in place); auto (the
-// default) is exact below embed::kApproxKnnMinPoints rows, the inverted file from there on.
-// Any other method counts as the inverted file.
+// own rows, `probes` cells probed a cell; approximate, and then the share's rows are also
+// reordered in place); auto (the default) is exact below embed::kApproxKnnMinPoints rows,
+// the inverted file from there on. Any other method counts as the inverted file.
 inline constexpr int64_t kKnnPieceBytes = int64_t(16) << 20;
 // Cells probed per query cell by the inverted file. At 1.28 M x 512 (one rank: 1,131 cells)
 // a query then meets ~1.4 % of the rows; docs/detection.md has the flags' agreement with
 // the exact search and the time.
 inline constexpr int64_t kKnnIvfProbes = 16;
+struct KnnSearch {
+  embed::KnnMethod method = embed::KnnMethod::Auto;
+  int64_t probes = kKnnIvfProbes;
+  KnnSearch() = default;
+  KnnSearch(embed::KnnMethod m, int64_t p = kKnnIvfProbes) : method(m), probes(p) {}  // NOLINT
+};
 Detection detect_knn_vote(const Comm& comm, RowShare& features, int64_t n, const int32_t* labels,
                           int k, double threshold, int64_t piece_bytes = kKnnPieceBytes,
-                          embed::KnnMethod search = embed::KnnMethod::Auto);
+                          const KnnSearch& search = {});
 // The same over x [n, d] held whole by every rank (each rank takes its block of rows).
 Detection detect_knn_vote(const Comm& comm, const float* x, int64_t n, int d, const int32_t* labels,
-                          int k, double threshold,
-                          embed::KnnMethod search = embed::KnnMethod::Auto);
+                          int k, double threshold, const KnnSearch& search = {});
 
 // Confident learning over row-distributed probabilities (rows sum to 1): per-class
 // thresholds from sums passed along the ranks in order, each rank decides its own rows;

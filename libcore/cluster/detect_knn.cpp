@@ -47,7 +47,7 @@ void normalise_rows(float* x, int64_t m, int d) {
 }  // namespace
 
 Detection detect_knn_vote(const Comm& comm, RowShare& f, int64_t n, const int32_t* labels, int k,
-                          double threshold, int64_t piece_bytes, embed::KnnMethod search) {
+                          double threshold, int64_t piece_bytes, const KnnSearch& search) {
   SIEVE_CHECK(k >= 1 && int64_t(k) < n, "knn detector: k = ", k, " needs 1 <= k < samples (", n,
               ")");
   SIEVE_CHECK(n <= std::numeric_limits<int32_t>::max(), "knn detector: ", n,
@@ -60,9 +60,9 @@ Detection detect_knn_vote(const Comm& comm, RowShare& f, int64_t n, const int32_
   // The inverted file reorders the rows of the share (cell by cell) before anyone learns
   // their order.
   std::optional<embed::IvfBlockSearch> ivf;
-  if (embed::resolve_knn_method(search, n) != embed::KnnMethod::Exact) {
+  if (embed::resolve_knn_method(search.method, n) != embed::KnnMethod::Exact) {
     embed::IvfParams params;
-    params.probes = kKnnIvfProbes;
+    params.probes = search.probes;
     ivf.emplace(f.x.data(), f.rows.data(), m, d, k, params);
     log::infof("knn detector: inverted file over ", n, " rows (rank 0: ", m, " rows in ",
                ivf->lists(), " cells, the largest ", ivf->largest_cell(), "; ", ivf->mean_probes(),
@@ -136,7 +136,7 @@ Detection detect_knn_vote(const Comm& comm, RowShare& f, int64_t n, const int32_
 }
 
 Detection detect_knn_vote(const Comm& comm, const float* x, int64_t n, int d, const int32_t* labels,
-                          int k, double threshold, embed::KnnMethod search) {
+                          int k, double threshold, const KnnSearch& search) {
   const Range r = block_range(n, comm.rank(), comm.size());
   RowShare f;
   f.width = d;

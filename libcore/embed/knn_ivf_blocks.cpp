@@ -2,13 +2,17 @@
 
 #include <faiss/IndexFlat.h>
 
+#include <omp.h>
+
 #include <algorithm>
+#include <atomic>
 #include <numeric>
 #include <vector>
 
 #include "embed/knn.hpp"
 #include "embed/parallel.hpp"
 #include "util/error.hpp"
+#include "util/log.hpp"
 #include "util/threads.hpp"
 
 namespace sieve::embed {
@@ -87,7 +91,10 @@ int64_t IvfBlockSearch::largest_cell() const {
 }
 
 void IvfBlockSearch::merge_own(int32_t* idx, float* d2) const {
-  search(Q_, qid_, cells_.start, cells_.rows, idx, d2);
+  log::Progress progress("k-NN (ivf): own rows", m_, "rows", 10.0);
+  search(Q_, qid_, cells_.start, cells_.rows, idx, d2, &progress);
+  progress.update(m_);
+  progress.finish();
 }
 
 void IvfBlockSearch::merge(const float* R, const int64_t* rid, int64_t nr, int32_t* idx,
@@ -104,15 +111,17 @@ void IvfBlockSearch::merge(const float* R, const int64_t* rid, int64_t nr, int32
   }
   std::vector<int64_t> rstart, rrows;
   rows_by_cell(cell_of, cells_.lists, rstart, rrows);
-  search(R, rid, rstart, rrows, idx, d2);
+  search(R, rid, rstart, rrows, idx, d2, nullptr);
 }
 
 void IvfBlockSearch::search(const float* R, const int64_t* rid, const std::vector<int64_t>& rstart,
-                            const std::vector<int64_t>& rrows, int32_t* idx, float* d2) const {
+                            const std::vector<int64_t>& rrows, int32_t* idx, float* d2,
+                            log::Progress* progress) const {
   const int64_t D = D_, k = k_, lists = cells_.lists;
   const std::vector<int64_t>& start = cells_.start;
   // The cells are spread over the threads, each cell's GEMM search single-threaded inside
   // (knn_merge_block's own team is nested, so inactive), as knn_ivf does.
+  std::atomic<int64_t> done{0};
   ScopedSerialBlas serial_blas;
 #pragma omp parallel if (m_ >= kMinPointsForThreads)
   {
@@ -137,6 +146,9 @@ void IvfBlockSearch::search(const float* R, const int64_t* rid, const std::vecto
       }
       knn_merge_block(Q_ + q0 * D, qid_ + q0, nq, buf.data(), ids.data(), nr, D, k, idx + q0 * k,
                       d2 + q0 * k);
+      // Progress lines from the team's first thread only (never two writers at once).
+      const int64_t now = done.fetch_add(nq, std::memory_order_relaxed) + nq;
+      if (progress && omp_get_thread_num() == 0) progress->update(now);
     }
   }
 }

@@ -25,6 +25,9 @@
 
 #include "embed/knn_approx.hpp"
 
+namespace sieve::log {
+class Progress;
+}
 namespace faiss {
 struct IndexFlatL2;
 }
@@ -45,7 +48,8 @@ class IvfBlockSearch {
 
   // The lists idx/d2 [m, k] (knn_merge_block's contract: fill with -1 / +inf before the
   // first merge; nearest first, ties by id, a reference with a query's own id skipped).
-  // Merges the query rows themselves as references.
+  // Merges the query rows themselves as references (with progress lines: on one rank this
+  // is the whole search).
   void merge_own(int32_t* idx, float* d2) const;
   // Merges reference rows R [nr, D] with global ids rid [nr] (ids never a query's, except
   // for the query itself, which is skipped).
@@ -63,7 +67,8 @@ class IvfBlockSearch {
   // Queries of every cell against the references R whose rows, cell by cell, are
   // rrows[rstart[c], rstart[c+1]).
   void search(const float* R, const int64_t* rid, const std::vector<int64_t>& rstart,
-              const std::vector<int64_t>& rrows, int32_t* idx, float* d2) const;
+              const std::vector<int64_t>& rrows, int32_t* idx, float* d2,
+              log::Progress* progress) const;
 
   const float* Q_;
   const int64_t* qid_;
