@@ -22,6 +22,13 @@ void add_features_keys(ConfigSchema& s) {
                "held-out accuracy peak), final (pretrain/model.h5), or auto (early when pretrain "
                "wrote one, else final; the choice is logged and recorded); --model overrides",
                {"auto", "early", "final"});
+  s.add_string("features.fold_models", "early",
+               "where pretrain wrote cross-fitted fold models (pretrain.folds >= 2): /train/probs "
+               "are out-of-fold, each training sample scored by the fold model that never trained "
+               "on it, taken at its fold's held-out peak (early) or at the end of its schedule "
+               "(final); off: in-sample probabilities of the model above. Features and test "
+               "probabilities always come from that model (docs/detection.md)",
+               {"early", "final", "off"});
 }
 
 }  // namespace sieve

@@ -109,6 +109,14 @@ void add_pretrain_keys(ConfigSchema& s) {
              "record every training sample's margin (assigned logit minus the largest other) at "
              "every epoch into dynamics.h5 beside the model: the training-dynamics detector's "
              "input (4 bytes per sample per epoch; train/dynamics.hpp)");
+  s.add_int("pretrain.folds", 0,
+            "cross-fitting: after the model above, train K more models with this section's "
+            "recipe, model k without fold k of the training split (stratified, seeded), keeping "
+            "each at its fold's accuracy peak too (model_fold<k>.h5, model_fold<k>_early.h5); "
+            "extract_features then scores every training sample with the model that never saw "
+            "it (features.fold_models). Costs about K-1 more pretrainings (K models on (K-1)/K of "
+            "the data each); 1 is refused (0: off; docs/detection.md)",
+            0, 64);
 }
 
 }  // namespace sieve

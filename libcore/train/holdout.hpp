@@ -23,4 +23,11 @@ struct HoldoutSplit {
 
 HoldoutSplit split_holdout(const SplitData& d, double fraction, uint64_t seed);
 
+// Cross-fitting folds (pretrain.folds): the fold, 0..folds-1, of every row of `d`. Within each
+// class the rows are ordered by the same keyed hash of (seed, sample id) and dealt out in
+// turn, so every fold holds floor or ceil(n_c / folds) samples of class c, and the assignment
+// depends neither on row order nor on the ranks (extract_features recomputes it from the
+// dataset). Needs folds >= 2.
+std::vector<int32_t> split_folds(const SplitData& d, int folds, uint64_t seed);
+
 }  // namespace sieve::train

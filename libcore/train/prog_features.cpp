@@ -13,6 +13,7 @@
 #include "io/schemas.hpp"
 #include "nn/backend.hpp"
 #include "train/checkpoint.hpp"
+#include "train/crossfit.hpp"
 #include "train/loader.hpp"
 #include "train/programs.hpp"
 #include "util/log.hpp"
@@ -31,31 +32,52 @@ void add_features_flags(po::options_description& d) {
 
 namespace {
 
-// Forward `d` in eval mode in batches; features and softmax probabilities per row.
-void forward_block(nn::Model& m, const SplitData& d, const DatasetMeta& meta, int64_t batch,
-                   std::vector<float>* feats, std::vector<float>* probs) {
+// Forward rows `rows` of `d` in eval mode in batches; features (when `feats` is given) and
+// softmax probabilities of row r land at row r of feats [d.n, F] and probs [d.n, K].
+void forward_rows(nn::Model& m, const SplitData& d, const DatasetMeta& meta, int64_t batch,
+                  const std::vector<int64_t>& rows, float* feats, float* probs) {
   const int F = m.feature_dim();
   const int K = m.num_classes();
-  feats->resize(size_t(d.n) * F);
-  probs->resize(size_t(d.n) * K);
   Batch b;
-  std::vector<int64_t> idx;
-  for (int64_t i = 0; i < d.n; i += batch) {
-    const int n = int(std::min<int64_t>(batch, d.n - i));
-    idx.resize(size_t(n));
-    for (int j = 0; j < n; ++j) idx[size_t(j)] = i + j;
-    make_batch(d, meta, idx.data(), n, false, 0, 0, &b);
+  const int64_t total = int64_t(rows.size());
+  for (int64_t i = 0; i < total; i += batch) {
+    const int n = int(std::min<int64_t>(batch, total - i));
+    const int64_t* idx = rows.data() + i;
+    make_batch(d, meta, idx, n, false, 0, 0, &b);
     const float* logits = m.forward(b.x.data(), n, false);
     const float* f = m.features();
-    std::copy(f, f + size_t(n) * F, feats->data() + size_t(i) * F);
-    float* p = probs->data() + size_t(i) * K;
-    for (int r = 0; r < n; ++r) {  // softmax in double: probabilities of 1e-30 stay > 0
+    for (int r = 0; r < n; ++r) {
+      if (feats)
+        std::copy(f + size_t(r) * F, f + size_t(r + 1) * F, feats + size_t(idx[r]) * F);
+      // softmax in double: probabilities of 1e-30 stay > 0
       const float* z = logits + size_t(r) * K;
+      float* p = probs + size_t(idx[r]) * K;
       const float mx = *std::max_element(z, z + K);
       double sum = 0;
       for (int k = 0; k < K; ++k) sum += std::exp(double(z[k] - mx));
-      for (int k = 0; k < K; ++k) p[size_t(r) * K + k] = float(std::exp(double(z[k] - mx)) / sum);
+      for (int k = 0; k < K; ++k) p[k] = float(std::exp(double(z[k] - mx)) / sum);
     }
+  }
+}
+
+// Every row of `d`: features and probabilities of `m`; with cross-fitting, the training rows'
+// probabilities are replaced by those of the fold model that did not train on them
+// (`first_row`: d's first row in the split, `fold_of` its rows' folds).
+void forward_block(nn::Model& m, const SplitData& d, const DatasetMeta& meta, int64_t batch,
+                   const OutOfFold* oof, int64_t first_row, std::vector<float>* feats,
+                   std::vector<float>* probs, std::vector<int32_t>* fold_of) {
+  feats->resize(size_t(d.n) * m.feature_dim());
+  probs->resize(size_t(d.n) * m.num_classes());
+  std::vector<int64_t> rows(size_t(d.n));
+  for (int64_t i = 0; i < d.n; ++i) rows[size_t(i)] = i;
+  forward_rows(m, d, meta, batch, rows, feats->data(), probs->data());
+  if (!oof) return;
+  fold_of->assign(oof->fold.begin() + first_row, oof->fold.begin() + first_row + d.n);
+  for (int k = 0; k < oof->folds; ++k) {
+    rows.clear();
+    for (int64_t i = 0; i < d.n; ++i)
+      if ((*fold_of)[size_t(i)] == k) rows.push_back(i);
+    forward_rows(*oof->models[size_t(k)], d, meta, batch, rows, nullptr, probs->data());
   }
 }
 
@@ -105,6 +127,14 @@ void extract_features_main(ToolContext& ctx) {
   // Streamed: each rank reads only its own rows, a block at a time (features.block_samples), so
   // a rank's memory does not grow with the dataset.
   const data::DatasetFile ds = data::DatasetFile::open(dataset);
+  // Cross-fitted fold models beside the model (pretrain.folds): the training split's
+  // probabilities out of fold. The features stay the model's: K models embed in K spaces.
+  const std::optional<OutOfFold> oof =
+      load_out_of_fold(model_path, ctx.cfg.get_string("features.fold_models"), ds,
+                       meta.fingerprint, backend, dtype);
+  if (oof)
+    log::info(cat("training probabilities out of fold: ", oof->folds, " ", oof->choice,
+                  " fold models (", fs::path(oof->paths.front()).filename().string(), " ...)"));
   std::vector<data::Split> splits = {data::Split::Train};
   if (ctx.cfg.get_bool("features.test") && ds.rows(data::Split::Test) > 0)
     splits.push_back(data::Split::Test);
@@ -141,6 +171,10 @@ void extract_features_main(ToolContext& ctx) {
   f.set_attr("/", "backend", backend);
   f.set_attr("/", "feature_dim", int64_t(F));
   f.set_attr("/", "num_classes", int64_t(meta.num_classes));
+  // What /train/probs are (docs/formats.md): the detectors' and the report's reading of them.
+  f.set_attr("/", "probs_source", std::string(oof ? "out_of_fold" : "in_sample"));
+  f.set_attr("/", "folds", int64_t(oof ? oof->folds : 0));
+  if (oof) f.set_attr("/", "fold_models", oof->choice);
   const int K = model->num_classes();
   const int64_t row_bytes = ds.row_bytes();
   const int64_t block_cfg = ctx.cfg.get_int("features.block_samples");
@@ -159,18 +193,22 @@ void extract_features_main(ToolContext& ctx) {
     f.create_dataset<float>(g + "/probs", {hsize_t(n), hsize_t(K)}, 4096);
     f.create_dataset<int32_t>(g + "/labels", {hsize_t(n)});
     f.create_dataset<int64_t>(g + "/sample_id", {hsize_t(n)});
+    const OutOfFold* use_oof = oof && s == data::Split::Train ? &*oof : nullptr;
+    if (use_oof) f.create_dataset<int32_t>(g + "/fold", {hsize_t(n)});
     const Range mine = block_range(n, ctx.comm.rank(), ctx.comm.size());
     // Every write is collective: the same number of blocks on every rank (the last ones
     // may be empty on a rank with fewer rows).
     const int64_t blocks = ctx.comm.allreduce_max((mine.size() + block - 1) / block);
     log::Progress prog(cat("features ", data::split_name(s)), n, "images");
     std::vector<float> feats, probs;
+    std::vector<int32_t> fold_of;
     for (int64_t k = 0; k < blocks; ++k) {
       const int64_t a = std::min(mine.end, mine.begin + k * block);
       const int64_t b = std::min(mine.end, a + block);
       const SplitData d = read_rows(ds, s, a, b);
-      forward_block(*model, d, meta, batch, &feats, &probs);
+      forward_block(*model, d, meta, batch, use_oof, a, &feats, &probs, &fold_of);
       const hsize_t r0 = hsize_t(a), cnt = hsize_t(b - a);
+      if (use_oof) agreed([&] { f.write_rows<int32_t>(g + "/fold", r0, cnt, fold_of.data()); });
       agreed([&] { f.write_rows<float>(g + "/features", r0, cnt, feats.data()); });
       agreed([&] { f.write_rows<float>(g + "/probs", r0, cnt, probs.data()); });
       agreed([&] { f.write_rows<int32_t>(g + "/labels", r0, cnt, d.labels.data()); });

@@ -19,6 +19,7 @@
 #include "io/output_set.hpp"
 #include "io/schemas.hpp"
 #include "train/clean_accuracy.hpp"
+#include "train/crossfit.hpp"
 #include "train/dynamics.hpp"
 #include "train/holdout.hpp"
 #include "train/programs.hpp"
@@ -120,15 +121,26 @@ void pretrain_main(ToolContext& ctx) {
   // The run's outputs form one set, written to a staging directory and committed together
   // at the end (io/output_set.hpp); the stage lock keeps a second pretrain out of `dir`.
   auto name_of = [](const std::string& p) { return fs::path(p).filename().string(); };
-  OutputSet set(ctx.comm, "pretrain", dir,
-                {"metrics.jsonl", name_of(early_info), name_of(config_sidecar_path(early)),
-                 name_of(early), kDynamicsFile, name_of(config_sidecar_path(output)),
-                 name_of(output)});  // model.h5 last: the member readers open first
+  // Cross-fitting's files (train/crossfit.hpp) join the set; so do those of a committed set
+  // with more folds, which this run removes rather than leaves beside a model they do not fit.
+  const int folds = int(ctx.cfg.get_int("pretrain.folds"));
+  const std::string stem = fs::path(output).stem().string();
+  std::vector<std::string> members =
+      fold_members(stem, std::max(folds, ctx.comm.is_root() ? existing_folds(dir, stem) : 0));
+  for (const std::string& m :
+       {std::string("metrics.jsonl"), name_of(early_info), name_of(config_sidecar_path(early)),
+        name_of(early), std::string(kDynamicsFile), name_of(config_sidecar_path(output)),
+        name_of(output)})  // model.h5 last: the member readers open first
+    members.push_back(m);
+  OutputSet set(ctx.comm, "pretrain", dir, members);
   const std::string ckpt_dir = dir + "/checkpoints";
   prepare_checkpoint_dir(ctx, ckpt_dir, resume);
 
   TrainOptions opt = read_train_options(ctx.cfg, "pretrain");
   TrainInput data = load_train_input(dataset, ctx.cfg);
+  const FoldPlan fold_plan = plan_folds(data, opt, folds, ckpt_dir);
+  for (int k = 0; k < fold_plan.folds; ++k)
+    prepare_checkpoint_dir(ctx, cat(ckpt_dir, "/fold", k), resume);
   HoldoutSplit split;
   if (holdout > 0) {
     split = split_holdout(data.train, holdout, opt.seed ^ 0x686f6c646f7574ULL);
@@ -153,25 +165,15 @@ void pretrain_main(ToolContext& ctx) {
     if (const std::string ck = latest_checkpoint(ckpt_dir); !ck.empty()) resume_id = run_id_of(ck);
   ctx.comm.bcast_string(resume_id);
   set.begin(resume_id);
-  const std::string staged_early = set.staged(name_of(early));
-  const std::string staged_info = set.staged(name_of(early_info));
   Trainer trainer(ctx.comm, opt,
                   make_source(data, split.train, opt.global_batch, opt.seed, ctx.comm), data.train,
                   eval_split(data, data::Split::Test), data.meta, ckpt_dir,
                   set.staged("metrics.jsonl"), ctx.cfg.to_yaml());
   const EvalSplit holdout_rows = eval_split(data, data::Split::Train);
   // Best held-out accuracy so far; a resumed run continues from what the earlier part saw.
-  double best = -1;
-  int64_t best_epoch = 0;
-  if (holdout > 0 && resume && ctx.comm.is_root() && fs::exists(staged_info) &&
-      fs::exists(staged_early)) {
-    auto lines = read_json_lines(staged_info);
-    Json j = lines.empty() ? Json::object() : lines.back();
-    best = j.value("holdout_acc", -1.0);
-    best_epoch = j.value("epoch", int64_t(0));
-  }
-  ctx.comm.bcast(&best, 1);
-  ctx.comm.bcast(&best_epoch, 1);
+  PeakKeeper peak(ctx.comm, set.staged(name_of(early)), set.staged(name_of(early_info)), from_early,
+                  ctx.cfg.to_yaml(), set.run_id(), int64_t(split.holdout.size()),
+                  resume && holdout > 0);
   // Training dynamics (train/dynamics.hpp): margins from every training forward pass.
   std::optional<TrainingDynamics> dynamics;
   if (ctx.cfg.get_bool("pretrain.dynamics")) {
@@ -187,22 +189,9 @@ void pretrain_main(ToolContext& ctx) {
     auto [loss, acc] = trainer.evaluate(holdout_rows, &split.holdout);
     rec["holdout_loss"] = loss;
     rec["holdout_acc"] = acc;
-    if (acc > best) {
-      best = acc;
-      best_epoch = epoch;
-      save_model(staged_early, trainer.model(), ctx.cfg.to_yaml(), from_early, true, ctx.comm);
-      if (ctx.comm.is_root()) {
-        Json j;
-        j["epoch"] = epoch;
-        j["holdout_acc"] = acc;
-        j["holdout_loss"] = loss;
-        j["holdout_samples"] = int64_t(split.holdout.size());
-        j["run_id"] = set.run_id();
-        write_text_atomic(staged_info, j.dump() + "\n");  // one JSON line
-      }
-    }
-    log::info(cat("epoch ", epoch, ": held-out acc ", acc, " (best ", best, " at epoch ",
-                  best_epoch, ")"));
+    peak.update(epoch, loss, acc, trainer.model());
+    log::info(cat("epoch ", epoch, ": held-out acc ", acc, " (best ", peak.best(), " at epoch ",
+                  peak.best_epoch(), ")"));
   });
   TrainResult r;
   try {
@@ -214,6 +203,8 @@ void pretrain_main(ToolContext& ctx) {
   save_model(set.staged(name_of(output)), trainer.model(), ctx.cfg.to_yaml(), from, true, ctx.comm);
   if (dynamics)
     write_dynamics(ctx.comm, set.staged(kDynamicsFile), *dynamics, ctx.cfg.to_yaml(), from);
+  if (fold_plan.folds >= 2)
+    train_fold_models(ctx.comm, ctx.cfg.to_yaml(), data, opt, fold_plan, set, stem, resume, from);
   set.commit();
   log::info(cat("wrote ", output, ": train acc ", r.final_train_acc, ", ",
                 r.final_test_acc < 0 ? std::string("no test split")
@@ -221,8 +212,11 @@ void pretrain_main(ToolContext& ctx) {
                 ", ", int64_t(r.images_per_s), " img/s (",
                 int64_t(r.images_per_s_per_rank), " per rank), ", log::format_duration(r.elapsed_s)));
   if (holdout > 0)
-    log::info(cat("wrote ", early, ": the early-learning model, held-out acc ", best,
-                  " at epoch ", best_epoch, " of ", opt.epochs));
+    log::info(cat("wrote ", early, ": the early-learning model, held-out acc ", peak.best(),
+                  " at epoch ", peak.best_epoch(), " of ", opt.epochs));
+  if (fold_plan.folds >= 2)
+    log::info(cat("wrote ", fold_plan.folds, " fold models beside it (pretrain.folds; ",
+                  fold_info_name(stem), ")"));
 }
 
 void add_scaled_flags(po::options_description& d) {

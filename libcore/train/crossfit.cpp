@@ -1,0 +1,228 @@
+#include "train/crossfit.hpp"
+
+#include <algorithm>
+#include <filesystem>
+#include <regex>
+
+#include "data/rng.hpp"
+#include "io/atomic_output.hpp"
+#include "io/metrics.hpp"
+#include "train/checkpoint.hpp"
+#include "train/holdout.hpp"
+#include "util/log.hpp"
+
+namespace fs = std::filesystem;
+
+namespace sieve::train {
+
+PeakKeeper::PeakKeeper(const Comm& comm, std::string model, std::string info, lineage::Lineage from,
+                       std::string config_yaml, std::string run_id, int64_t samples, bool resume)
+    : comm_(comm),
+      model_(std::move(model)),
+      info_(std::move(info)),
+      config_yaml_(std::move(config_yaml)),
+      run_id_(std::move(run_id)),
+      from_(std::move(from)),
+      samples_(samples) {
+  if (resume && comm_.is_root() && fs::exists(info_) && fs::exists(model_)) {
+    auto lines = read_json_lines(info_);
+    Json j = lines.empty() ? Json::object() : lines.back();
+    best_ = j.value("holdout_acc", -1.0);
+    best_epoch_ = j.value("epoch", int64_t(0));
+  }
+  comm_.bcast(&best_, 1);
+  comm_.bcast(&best_epoch_, 1);
+}
+
+void PeakKeeper::update(int64_t epoch, double loss, double acc, nn::Model& m) {
+  if (acc <= best_) return;
+  best_ = acc;
+  best_epoch_ = epoch;
+  save_model(model_, m, config_yaml_, from_, true, comm_);
+  if (comm_.is_root()) {
+    Json j;
+    j["epoch"] = epoch;
+    j["holdout_acc"] = acc;
+    j["holdout_loss"] = loss;
+    j["holdout_samples"] = samples_;
+    j["run_id"] = run_id_;
+    write_text_atomic(info_, j.dump() + "\n");  // one JSON line
+  }
+}
+
+std::string fold_model_name(const std::string& stem, int k, bool early) {
+  return cat(stem, "_fold", k, early ? "_early.h5" : ".h5");
+}
+
+std::string fold_info_name(const std::string& stem) {
+  return stem + "_folds.json";
+}
+
+std::vector<std::string> fold_members(const std::string& stem, int n) {
+  auto sidecar = [](const std::string& name) {
+    return fs::path(config_sidecar_path(name)).string();
+  };
+  std::vector<std::string> m;
+  for (int k = 0; k < n; ++k) {
+    const std::string early = fold_model_name(stem, k, true), fin = fold_model_name(stem, k, false);
+    for (const std::string& name :
+         {cat("metrics_fold", k, ".jsonl"), cat(stem, "_fold", k, "_early.json"), sidecar(early),
+          early, sidecar(fin), fin})
+      m.push_back(name);
+  }
+  m.push_back(fold_info_name(stem));
+  return m;
+}
+
+int existing_folds(const std::string& dir, const std::string& stem) {
+  const std::regex re(stem + "_fold([0-9]{1,4})(_early)?\\.h5");
+  int n = 0;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(dir, ec)) {
+    std::smatch m;
+    const std::string name = e.path().filename().string();
+    if (std::regex_match(name, m, re)) n = std::max(n, std::stoi(m[1].str()) + 1);
+  }
+  return n;
+}
+
+uint64_t fold_seed(uint64_t train_seed) {
+  return data::hash_combine(train_seed, 0x666f6c6473ULL);  // "folds"
+}
+
+namespace {
+
+// Rows of fold k (held) and the rest (trained on), ascending.
+void fold_rows(const std::vector<int32_t>& fold, int k, std::vector<int64_t>* train,
+               std::vector<int64_t>* held) {
+  for (size_t i = 0; i < fold.size(); ++i) (fold[i] == k ? held : train)->push_back(int64_t(i));
+}
+
+}  // namespace
+
+FoldPlan plan_folds(const TrainInput& data, const TrainOptions& opt, int folds,
+                    const std::string& ckpt_root) {
+  if (folds == 1)
+    throw UsageError("pretrain.folds: 1 is not cross-fitting; expected 0 (off) or at least 2");
+  FoldPlan p;
+  p.folds = folds;
+  p.ckpt_root = ckpt_root;
+  if (folds < 2) return p;
+  SIEVE_CHECK(folds <= data.train.n, data.path, ": pretrain.folds=", folds, " exceeds the ",
+              data.train.n, " training samples");
+  p.seed = fold_seed(opt.seed);
+  p.fold = split_folds(data.train, folds, p.seed);
+  int64_t smallest = data.train.n;
+  for (int k = 0; k < folds; ++k) {
+    std::vector<int64_t> train, held;
+    fold_rows(p.fold, k, &train, &held);
+    smallest = std::min<int64_t>(smallest, int64_t(train.size()));
+  }
+  check_global_batch(opt.global_batch, smallest, "pretrain.global_batch",
+                     cat("the training samples outside one fold of pretrain.folds=", folds));
+  return p;
+}
+
+void train_fold_models(const Comm& comm, const std::string& config_yaml, const TrainInput& data,
+                       const TrainOptions& opt, const FoldPlan& plan, OutputSet& set,
+                       const std::string& stem, bool resume, const lineage::Lineage& from) {
+  Json info;
+  info["folds"] = plan.folds;
+  info["seed"] = plan.seed;
+  info["run_id"] = set.run_id();
+  info["fold"] = Json::array();
+  const EvalSplit rows_of_train = eval_split(data, data::Split::Train);
+  for (int k = 0; k < plan.folds; ++k) {
+    std::vector<int64_t> train, held;
+    fold_rows(plan.fold, k, &train, &held);
+    log::info(cat("fold ", k + 1, " of ", plan.folds, ": training on ", train.size(),
+                  " samples, scoring ", held.size()));
+    TrainOptions o = opt;
+    o.seed = data::hash_combine(opt.seed, uint64_t(k + 1));  // each fold its own initialisation
+    const std::string ckpt = cat(plan.ckpt_root, "/fold", k);
+    // No test evaluation: the fold models only score their fold; the main model's test
+    // accuracy is the one reported.
+    Trainer t(comm, o, make_source(data, train, o.global_batch, o.seed, comm), data.train,
+              EvalSplit{}, data.meta, ckpt, set.staged(cat("metrics_fold", k, ".jsonl")),
+              config_yaml);
+    PeakKeeper peak(comm, set.staged(fold_model_name(stem, k, true)),
+                    set.staged(cat(stem, "_fold", k, "_early.json")),
+                    {from.inputs, from.dataset_fingerprint, cat("fold", k, "_early")}, config_yaml,
+                    set.run_id(), int64_t(held.size()), resume);
+    double last_acc = -1;
+    t.set_epoch_hook([&](int64_t epoch, Json& rec) {
+      auto [loss, acc] = t.evaluate(rows_of_train, &held);
+      rec["holdout_loss"] = loss;  // the fold plays the held-out part's role
+      rec["holdout_acc"] = acc;
+      last_acc = acc;
+      peak.update(epoch, loss, acc, t.model());
+      log::info(cat("fold ", k + 1, " epoch ", epoch, ": fold acc ", acc, " (best ", peak.best(),
+                    " at epoch ", peak.best_epoch(), ")"));
+    });
+    try {
+      t.run(resume);
+    } catch (const StopRequested& s) {
+      exit_for_requeue(comm, s.checkpoint);
+    }
+    save_model(set.staged(fold_model_name(stem, k, false)), t.model(), config_yaml,
+               {from.inputs, from.dataset_fingerprint, cat("fold", k)}, true, comm);
+    info["fold"].push_back({{"samples", int64_t(held.size())},
+                            {"early_epoch", peak.best_epoch()},
+                            {"early_acc", peak.best()},
+                            {"final_acc", last_acc}});
+  }
+  if (comm.is_root()) write_text_atomic(set.staged(fold_info_name(stem)), info.dump() + "\n");
+}
+
+std::optional<OutOfFold> load_out_of_fold(const std::string& model_path, const std::string& choice,
+                                          const data::DatasetFile& ds,
+                                          const std::string& fingerprint,
+                                          const std::string& backend, nn::DType dtype) {
+  const fs::path mp(model_path);
+  std::string stem = mp.stem().string();
+  if (stem.ends_with("_early")) stem.resize(stem.size() - 6);
+  const fs::path dir = mp.parent_path();
+  const std::string info_path = (dir / fold_info_name(stem)).string();
+  if (choice == "off" || !fs::exists(info_path)) return std::nullopt;
+  auto lines = read_json_lines(info_path);
+  SIEVE_CHECK(!lines.empty() && lines.back().contains("folds"), info_path,
+              ": expected pretrain's fold record (folds, seed)");
+  const Json& info = lines.back();
+  OutOfFold o;
+  o.folds = info.at("folds").get<int>();
+  o.choice = choice;
+  SIEVE_CHECK(o.folds >= 2, info_path, ": folds ", o.folds, ": expected at least 2");
+  // One run's set: the main pair and every fold model (a mix would score with stale models).
+  std::vector<std::string> same = {(dir / (stem + ".h5")).string(),
+                                   (dir / (stem + "_early.h5")).string()};
+  for (int k = 0; k < o.folds; ++k) {
+    o.paths.push_back((dir / fold_model_name(stem, k, choice == "early")).string());
+    SIEVE_CHECK(fs::exists(o.paths.back()), o.paths.back(), ": missing (", info_path, " lists ",
+                o.folds, " folds); run pretrain again or set features.fold_models=off");
+    same.push_back(o.paths.back());
+  }
+  check_same_run(same);
+  // Out of fold only means something on the split the folds were drawn from.
+  for (const auto& p : o.paths) {
+    const std::string trained_on = lineage::lineage_of(p).dataset_fingerprint;
+    SIEVE_CHECK(trained_on.empty() || fingerprint.empty() || trained_on == fingerprint, p,
+                ": trained on another dataset (", trained_on, ") than ", ds.path(), " (",
+                fingerprint, "); its folds do not apply (features.fold_models=off ignores them)");
+  }
+  SplitData d;
+  d.labels = ds.labels(data::Split::Train);
+  d.sample_id = ds.sample_ids(data::Split::Train);
+  d.n = int64_t(d.labels.size());
+  o.fold = split_folds(d, o.folds, info.at("seed").get<uint64_t>());
+  if (info.contains("fold") && info["fold"].size() == size_t(o.folds))
+    for (int k = 0; k < o.folds; ++k) {
+      const auto n = std::count(o.fold.begin(), o.fold.end(), k);
+      SIEVE_CHECK(n == info["fold"][size_t(k)].value("samples", int64_t(-1)), info_path, ": fold ",
+                  k, " held ", info["fold"][size_t(k)].value("samples", int64_t(-1)),
+                  " samples in pretrain, ", n, " of ", ds.path(), "'s training split now");
+    }
+  for (const auto& p : o.paths) o.models.push_back(load_model(p, backend, dtype));
+  return o;
+}
+
+}  // namespace sieve::train

@@ -1,0 +1,96 @@
+// Cross-fitting (pretrain.folds = K >= 2) and the early-learning peak it shares with pretrain.
+//
+// Why: a model's probabilities for the samples it trained on are optimistic about their
+// labels, the wrong ones included; the confident-learning detector and the noise estimate
+// want probabilities of a model that never saw the sample. pretrain trains K extra models,
+// model k without fold k of the training split (holdout.hpp's split_folds: stratified per
+// class, keyed by (seed, sample id)); fold k is also model k's held-out part, whose accuracy
+// peak picks model k's early copy. extract_features then writes /train/probs out of fold:
+// every training row scored by the one fold model that did not train on it.
+//
+// Files beside pretrain's `<stem>.h5` (model.h5), all members of pretrain's output set:
+//   <stem>_fold<k>.h5, <stem>_fold<k>_early.h5 (+ .config.yaml sidecars),
+//   <stem>_fold<k>_early.json (epoch and accuracy of the peak), metrics_fold<k>.jsonl,
+//   <stem>_folds.json: {"folds": K, "seed": S, "run_id", "fold": [{samples, early_epoch,
+//   early_acc, final_acc}, ...]}; extract_features recomputes the assignment from K and S.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "comm/comm.hpp"
+#include "config/tool.hpp"
+#include "data/dataset_file.hpp"
+#include "io/lineage.hpp"
+#include "io/output_set.hpp"
+#include "nn/model.hpp"
+#include "train/stream.hpp"
+#include "train/trainer.hpp"
+
+namespace sieve::train {
+
+// Keeps the model at the peak of held-out accuracy: `model` (staged) and `info` (one JSON
+// line: epoch, holdout_acc, holdout_loss, holdout_samples, run_id) are rewritten at every new
+// peak. A resumed run continues from the peak its earlier part recorded in `info`.
+class PeakKeeper {
+ public:
+  PeakKeeper(const Comm& comm, std::string model, std::string info, lineage::Lineage from,
+             std::string config_yaml, std::string run_id, int64_t samples, bool resume);
+  // Collective, once per epoch (1-based) with that epoch's held-out loss and accuracy.
+  void update(int64_t epoch, double loss, double acc, nn::Model& m);
+  double best() const { return best_; }
+  int64_t best_epoch() const { return best_epoch_; }
+
+ private:
+  const Comm& comm_;
+  std::string model_, info_, config_yaml_, run_id_;
+  lineage::Lineage from_;
+  int64_t samples_;
+  double best_ = -1;
+  int64_t best_epoch_ = 0;
+};
+
+// Names of the fold files beside `<stem>.h5` (see above).
+std::string fold_model_name(const std::string& stem, int k, bool early);
+std::string fold_info_name(const std::string& stem);
+// Every fold file name for folds 0..n-1 and the info file, in commit order.
+std::vector<std::string> fold_members(const std::string& stem, int n);
+// How many folds the files in `dir` hold (highest <stem>_fold<k>.h5 or _early.h5 + 1; 0 when
+// none): a run with fewer folds than the committed set must remove the extra ones.
+int existing_folds(const std::string& dir, const std::string& stem);
+// The fold assignment's seed, derived from the training seed.
+uint64_t fold_seed(uint64_t train_seed);
+
+// pretrain's part. Plan and check up front (before any training): the folds, the global
+// batch against the smallest fold's complement, each fold's checkpoint directory.
+struct FoldPlan {
+  int folds = 0;
+  uint64_t seed = 0;
+  std::vector<int32_t> fold;  // [training rows]
+  std::string ckpt_root;      // <checkpoints>/fold<k>/
+};
+FoldPlan plan_folds(const TrainInput& data, const TrainOptions& opt, int folds,
+                    const std::string& ckpt_root);
+// Trains the fold models one after the other into `set`'s staging directory.
+void train_fold_models(const Comm& comm, const std::string& config_yaml, const TrainInput& data,
+                       const TrainOptions& opt, const FoldPlan& plan, OutputSet& set,
+                       const std::string& stem, bool resume, const lineage::Lineage& from);
+
+// extract_features' part: the fold models beside `model_path` and every training row's fold.
+struct OutOfFold {
+  int folds = 0;
+  std::string choice;                              // early | final
+  std::vector<int32_t> fold;                       // [training rows]
+  std::vector<std::unique_ptr<nn::Model>> models;  // [folds]
+  std::vector<std::string> paths;                  // [folds]
+};
+// Null when choice is off or no fold set lies beside the model. Error when the set is
+// incomplete, of another run than `model_path`, or of another dataset than `ds`.
+std::optional<OutOfFold> load_out_of_fold(const std::string& model_path, const std::string& choice,
+                                          const data::DatasetFile& ds,
+                                          const std::string& fingerprint,
+                                          const std::string& backend, nn::DType dtype);
+
+}  // namespace sieve::train

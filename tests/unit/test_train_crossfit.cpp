@@ -1,0 +1,181 @@
+// Cross-fitting (pretrain.folds, train/crossfit.hpp): the fold assignment, and pretrain +
+// extract_features on tiny data writing out-of-fold training probabilities.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <map>
+#include <numeric>
+#include <random>
+
+#include "io/h5.hpp"
+#include "io/metrics.hpp"
+#include "support/test_util.hpp"
+#include "test_train_util.hpp"
+#include "train/holdout.hpp"
+
+using namespace sieve;
+using namespace sieve::train;
+namespace fs = std::filesystem;
+
+namespace {
+
+// 300 samples: 50 of class 0, 100 of class 1, 150 of class 2, ids 1000 + 3i.
+SplitData three_classes() {
+  SplitData d;
+  d.image = false;
+  d.f = 1;
+  for (int i = 0; i < 300; ++i) {
+    d.labels.push_back(i < 50 ? 0 : i < 150 ? 1 : 2);
+    d.sample_id.push_back(1000 + 3 * i);
+    d.features.push_back(float(i));
+  }
+  d.n = 300;
+  return d;
+}
+
+std::map<int64_t, int32_t> fold_by_id(const SplitData& d, const std::vector<int32_t>& fold) {
+  std::map<int64_t, int32_t> m;
+  for (int64_t i = 0; i < d.n; ++i) m[d.sample_id[size_t(i)]] = fold[size_t(i)];
+  return m;
+}
+
+}  // namespace
+
+TEST(TrainCrossfit, FoldsAreStratifiedReproducibleAndIndependentOfRowOrder) {
+  const SplitData d = three_classes();
+  const std::vector<int32_t> fold = split_folds(d, 4, 42);
+  ASSERT_EQ(fold.size(), 300u);
+  // Every sample in exactly one fold; each class split into floor/ceil(n_c / 4).
+  std::map<std::pair<int32_t, int32_t>, int> count;  // (class, fold) -> samples
+  for (int64_t i = 0; i < d.n; ++i) {
+    ASSERT_GE(fold[size_t(i)], 0);
+    ASSERT_LT(fold[size_t(i)], 4);
+    ++count[{d.labels[size_t(i)], fold[size_t(i)]}];
+  }
+  const int per_class[3] = {50, 100, 150};
+  for (int c = 0; c < 3; ++c) {
+    int total = 0;
+    for (int k = 0; k < 4; ++k) {
+      const int n = count[{c, k}];
+      EXPECT_TRUE(n == per_class[c] / 4 || n == (per_class[c] + 3) / 4)
+          << c << " " << k << " " << n;
+      total += n;
+    }
+    EXPECT_EQ(total, per_class[c]);
+  }
+  // Same seed: the same folds. Rows shuffled (another order, as another rank count or
+  // shard layout gives): every sample keeps its fold.
+  EXPECT_EQ(split_folds(d, 4, 42), fold);
+  SplitData shuffled = d;
+  std::vector<size_t> perm(300);
+  std::iota(perm.begin(), perm.end(), size_t(0));
+  std::shuffle(perm.begin(), perm.end(), std::mt19937(7));
+  for (size_t i = 0; i < 300; ++i) {
+    shuffled.labels[i] = d.labels[perm[i]];
+    shuffled.sample_id[i] = d.sample_id[perm[i]];
+  }
+  EXPECT_EQ(fold_by_id(shuffled, split_folds(shuffled, 4, 42)), fold_by_id(d, fold));
+  // Another seed deals the samples otherwise; the fold is not a function of the row index.
+  const std::vector<int32_t> other = split_folds(d, 4, 43);
+  EXPECT_NE(other, fold);
+  int in_row_order = 0;
+  for (int i = 0; i < 300; ++i) in_row_order += fold[size_t(i)] == i % 4;
+  EXPECT_LT(in_row_order, 150);
+}
+
+// pretrain.folds=2 on 64 tiny images: the fold set is written, and extract_features scores
+// every training row with the fold model that did not train on it, exactly as that model's
+// own forward pass does; test probabilities stay the main model's.
+TEST(TrainCrossfit, PretrainWritesFoldModelsAndFeaturesAreOutOfFold) {
+  const std::string d = test::scratch_dir("train_crossfit");
+  test::write_image_dataset(d + "/dataset.h5", 64, 32, 4);
+  auto run = [&](const std::string& tool, const std::string& extra, int* rc) {
+    std::string out;
+    *rc = test::run_command(
+        cat(test::tool_path(tool), " --set run.dir=", d,
+            " --set pretrain.model.arch=resnet18 --set pretrain.model.width=0.125",
+            " --set pretrain.epochs=2 --set pretrain.global_batch=16",
+            " --set pretrain.checkpoint.every_steps=0 --set pretrain.optimizer.lr=0.05",
+            " --set pretrain.augment=false --set features.precision=fp32", extra),
+        &out);
+    return out;
+  };
+  int rc = 0;
+  std::string out = run("pretrain", " --set pretrain.folds=1", &rc);
+  EXPECT_EQ(rc, 2) << out;
+  EXPECT_NE(out.find("pretrain.folds"), std::string::npos) << out;
+
+  out = run("pretrain", " --set pretrain.folds=2", &rc);
+  ASSERT_EQ(rc, 0) << out;
+  const std::string p = d + "/pretrain/";
+  for (const char* name : {"model.h5", "model_early.h5", "model_fold0.h5", "model_fold1.h5",
+                           "model_fold0_early.h5", "model_fold1_early.h5", "model_folds.json",
+                           "model_fold1_early.json", "metrics_fold1.jsonl"})
+    EXPECT_TRUE(fs::exists(p + name)) << name;
+  auto fold_metrics = read_json_lines(p + "metrics_fold0.jsonl");
+  ASSERT_EQ(fold_metrics.size(), 2u);
+  EXPECT_TRUE(fold_metrics[1].contains("holdout_acc"));
+  EXPECT_FALSE(fold_metrics[1].contains("test_acc"));  // fold models skip the test split
+  const Json info = read_json_lines(p + "model_folds.json").back();
+  EXPECT_EQ(info["folds"], 2);
+  EXPECT_EQ(info["fold"][0]["samples"].get<int64_t>() + info["fold"][1]["samples"].get<int64_t>(),
+            64);
+
+  out = run("extract_features", "", &rc);
+  ASSERT_EQ(rc, 0) << out;
+  out = run("extract_features", " --set features.fold_models=off --output " + d + "/in_sample.h5",
+            &rc);
+  ASSERT_EQ(rc, 0) << out;
+  h5::File oof = h5::File::open(d + "/features.h5");
+  h5::File ins = h5::File::open(d + "/in_sample.h5");
+  EXPECT_EQ(oof.attr_string("/", "probs_source"), "out_of_fold");
+  EXPECT_EQ(oof.attr_int("/", "folds"), 2);
+  EXPECT_EQ(oof.attr_string("/", "fold_models"), "early");
+  EXPECT_EQ(ins.attr_string("/", "probs_source"), "in_sample");
+  const auto fold = oof.read_all<int32_t>("/train/fold");
+  const auto labels = oof.read_all<int32_t>("/train/labels");
+  ASSERT_EQ(fold.size(), 64u);
+  std::map<std::pair<int32_t, int32_t>, int> count;
+  for (size_t i = 0; i < 64; ++i) ++count[{labels[i], fold[i]}];
+  for (const auto& [key, n] : count) EXPECT_EQ(n, 8) << key.first << " " << key.second;
+  const auto probs = oof.read_all<float>("/train/probs");
+  const auto probs_in = ins.read_all<float>("/train/probs");
+  // Features and test probabilities are the main model's either way.
+  EXPECT_EQ(oof.read_all<float>("/train/features"), ins.read_all<float>("/train/features"));
+  EXPECT_EQ(oof.read_all<float>("/test/probs"), ins.read_all<float>("/test/probs"));
+  EXPECT_FALSE(ins.exists("/train/fold"));
+  // Each training row: the probabilities its own fold model's forward pass gives.
+  for (int k = 0; k < 2; ++k) {
+    const std::string fk = cat(d, "/fold", k, ".h5");
+    out = run("extract_features",
+              cat(" --set features.fold_models=off --model ", p, "model_fold", k, "_early.h5",
+                  " --output ", fk),
+              &rc);
+    ASSERT_EQ(rc, 0) << out;
+    const auto pk = h5::File::open(fk).read_all<float>("/train/probs");
+    ASSERT_EQ(pk.size(), probs.size());
+    for (size_t i = 0; i < 64; ++i)
+      if (fold[i] == k)
+        for (size_t c = 0; c < 4; ++c) ASSERT_NEAR(probs[i * 4 + c], pk[i * 4 + c], 1e-5) << i;
+  }
+  double differ = 0;
+  for (size_t i = 0; i < probs.size(); ++i)
+    differ = std::max(differ, double(std::fabs(probs[i] - probs_in[i])));
+  EXPECT_GT(differ, 1e-3);  // out of fold is not the in-sample model's output
+
+  // final: each fold model at the end of its schedule.
+  out = run("extract_features",
+            " --set features.fold_models=final --overwrite --output " + d + "/final.h5", &rc);
+  ASSERT_EQ(rc, 0) << out;
+  EXPECT_EQ(h5::File::open(d + "/final.h5").attr_string("/", "fold_models"), "final");
+
+  // A later run without folds removes the fold set (the models would not fit its model.h5).
+  out = run("pretrain", " --set pretrain.folds=0 --overwrite", &rc);
+  ASSERT_EQ(rc, 0) << out;
+  EXPECT_FALSE(fs::exists(p + "model_fold0.h5"));
+  EXPECT_FALSE(fs::exists(p + "model_folds.json"));
+  EXPECT_FALSE(fs::exists(p + "metrics_fold1.jsonl"));
+  EXPECT_TRUE(fs::exists(p + "model.h5"));
+}
