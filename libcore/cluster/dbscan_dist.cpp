@@ -8,25 +8,6 @@ namespace sieve::cluster {
 
 namespace {
 
-// MPI_Alltoallv of `send` grouped by destination (`counts[r]` elements for rank r).
-// Returns the received elements grouped by source; `recv_counts` gets the per-source counts.
-template <typename T>
-std::vector<T> alltoallv(const Comm& comm, const std::vector<T>& send,
-                         const std::vector<int>& counts, std::vector<int>* recv_counts) {
-  const int p = comm.size();
-  std::vector<int> rc(p), sd(p, 0), rd(p, 0);
-  SIEVE_MPI_CHECK(MPI_Alltoall(counts.data(), 1, MPI_INT, rc.data(), 1, MPI_INT, comm.raw()));
-  for (int r = 1; r < p; ++r) {
-    sd[r] = sd[r - 1] + counts[r - 1];
-    rd[r] = rd[r - 1] + rc[r - 1];
-  }
-  std::vector<T> recv(size_t(rd[p - 1]) + rc[p - 1]);
-  SIEVE_MPI_CHECK(MPI_Alltoallv(send.data(), counts.data(), sd.data(), mpi_type<T>(), recv.data(),
-                                rc.data(), rd.data(), mpi_type<T>(), comm.raw()));
-  if (recv_counts) *recv_counts = rc;
-  return recv;
-}
-
 std::vector<int> scaled(const std::vector<int>& counts, int by) {
   std::vector<int> out(counts);
   for (int& c : out) c *= by;
@@ -58,10 +39,10 @@ void exchange_points(const Comm& comm, const Routing& route, int d, const float*
     std::copy(xs_in + row * d, xs_in + (row + 1) * d, sx.begin() + k * d);
     sid[k] = ids_in[row];
   }
-  std::vector<float> rx = alltoallv(comm, sx, scaled(route.counts, d), nullptr);
+  std::vector<float> rx = comm.alltoallv(sx, scaled(route.counts, d));
   std::vector<float>().swap(sx);
   append(xs, std::move(rx));
-  std::vector<int64_t> rid = alltoallv(comm, sid, route.counts, recv_counts);
+  std::vector<int64_t> rid = comm.alltoallv(sid, route.counts, recv_counts);
   std::vector<int64_t>().swap(sid);
   append(ids, std::move(rid));
 }
@@ -94,7 +75,7 @@ OwnedLabels label_local_points(const Comm& comm, const Grid& g, const DbscanPara
       if (need[i]) core_local[ci.order[i]] = core[i];
     std::vector<uint8_t> sent(halo.rows.size());
     for (size_t k = 0; k < halo.rows.size(); ++k) sent[k] = core_local[halo.rows[k]];
-    std::vector<uint8_t> got = alltoallv(comm, sent, halo.counts, nullptr);
+    std::vector<uint8_t> got = comm.alltoallv(sent, halo.counts);
     for (size_t k = 0; k < got.size(); ++k) core_local[n_own + k] = got[k];
     for (int64_t i = 0; i < n_loc; ++i) core[i] = core_local[ci.order[i]];
   }
@@ -112,7 +93,7 @@ OwnedLabels label_local_points(const Comm& comm, const Grid& g, const DbscanPara
   {
     std::vector<int64_t> sent(halo.rows.size());
     for (size_t k = 0; k < halo.rows.size(); ++k) sent[k] = label_of_row(halo.rows[k]);
-    std::vector<int64_t> got = alltoallv(comm, sent, halo.counts, nullptr);
+    std::vector<int64_t> got = comm.alltoallv(sent, halo.counts);
     for (size_t k = 0; k < got.size(); ++k)
       if (got[k] >= 0 && got[k] != label_of_row(n_own + int64_t(k))) {
         pairs.push_back(label_of_row(n_own + int64_t(k)));
@@ -280,8 +261,8 @@ DbscanResult dbscan_distributed(const Comm& comm, const float* points, const int
                         : label_local_points<int64_t>(comm, g, p, std::move(xs), ids, n_own, halo);
 
   // Back to the input layout: owned rows arrived grouped by source rank, in send order.
-  std::vector<int32_t> back_id = alltoallv(comm, own.id, own_from, nullptr);
-  std::vector<uint8_t> back_core = alltoallv(comm, own.is_core, own_from, nullptr);
+  std::vector<int32_t> back_id = comm.alltoallv(own.id, own_from);
+  std::vector<uint8_t> back_core = comm.alltoallv(own.is_core, own_from);
   std::vector<int64_t> next = first_of_owner();
   for (int64_t i = 0; i < n_local; ++i) {
     const int64_t k = next[owner(i)]++;

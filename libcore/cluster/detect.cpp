@@ -34,18 +34,14 @@ Detection confident(const Comm* comm, const float* p, const int64_t* rows, int64
   constexpr int kTag = 4711;
   std::vector<double> sum(size_t(classes), 0.0);
   std::vector<int64_t> cnt(size_t(classes), 0);
-  if (ranks && comm->rank() > 0)
-    SIEVE_MPI_CHECK(MPI_Recv(sum.data(), classes, MPI_DOUBLE, comm->rank() - 1, kTag, comm->raw(),
-                             MPI_STATUS_IGNORE));
+  if (ranks && comm->rank() > 0) comm->recv(sum.data(), sum.size(), comm->rank() - 1, kTag);
   for (int64_t q = 0; q < m; ++q) {
     const int y = labels[row_of(q)];
     sum[size_t(y)] += p[q * classes + y];
     ++cnt[size_t(y)];
   }
   if (ranks) {
-    if (comm->rank() + 1 < comm->size())
-      SIEVE_MPI_CHECK(
-          MPI_Send(sum.data(), classes, MPI_DOUBLE, comm->rank() + 1, kTag, comm->raw()));
+    if (comm->rank() + 1 < comm->size()) comm->send(sum.data(), sum.size(), comm->rank() + 1, kTag);
     comm->bcast(sum.data(), sum.size(), comm->size() - 1);
     comm->allreduce_sum(cnt.data(), cnt.size());
   }

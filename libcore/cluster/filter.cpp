@@ -195,17 +195,9 @@ FilterResult run_filter(const Comm& comm, const float* x, int64_t n, int d, cons
     }
   } else {
     // Largest group first onto the least-loaded rank: the same plan on every rank.
-    std::vector<int> order(G);
-    for (int i = 0; i < G; ++i) order[i] = i;
-    std::stable_sort(order.begin(), order.end(),
-                     [&](int a, int b) { return groups[a].rows.size() > groups[b].rows.size(); });
-    std::vector<int64_t> load(comm.size(), 0);
-    std::vector<int> mine;
-    for (int gi : order) {
-      int r = int(std::min_element(load.begin(), load.end()) - load.begin());
-      load[r] += int64_t(groups[gi].rows.size());
-      if (r == comm.rank()) mine.push_back(gi);
-    }
+    std::vector<int64_t> group_rows;
+    for (const auto& g : groups) group_rows.push_back(int64_t(g.rows.size()));
+    const std::vector<int> mine = deal_largest_first(group_rows, comm.size())[size_t(comm.rank())];
     int64_t done = 0;
     std::exception_ptr failure;  // exceptions must not leave an OpenMP region
     // Several groups: one per thread (DBSCAN's inner loops then run serially).
@@ -227,10 +219,8 @@ FilterResult run_filter(const Comm& comm, const float* x, int64_t n, int d, cons
     }
     if (failure) std::rethrow_exception(failure);
     if (comm.size() > 1) {
-      SIEVE_MPI_CHECK(
-          MPI_Allreduce(MPI_IN_PLACE, lab.data(), int(n), MPI_INT32_T, MPI_MAX, comm.raw()));
-      SIEVE_MPI_CHECK(
-          MPI_Allreduce(MPI_IN_PLACE, nclusters.data(), G, MPI_INT64_T, MPI_MAX, comm.raw()));
+      comm.allreduce_max(lab.data(), size_t(n));
+      comm.allreduce_max(nclusters.data(), size_t(G));
       comm.allreduce_sum(ll.data(), ll.size());
     }
   }

@@ -223,8 +223,7 @@ class Comm {
   template <typename T>
   Request iallreduce(const void* send, T* recv, size_t n, MPI_Op op) const {
     Request r;
-    SIEVE_MPI_CHECK(
-        MPI_Iallreduce(send, recv, int_count(n), mpi_type<T>(), op, comm_, &r.req_));
+    SIEVE_MPI_CHECK(MPI_Iallreduce(send, recv, int_count(n), mpi_type<T>(), op, comm_, &r.req_));
     return r;
   }
   MPI_Comm comm_;

@@ -26,6 +26,9 @@ class Request {
   void wait();
   // Whether it has completed (true when not active); never blocks, and drives progress.
   bool test();
+  // Forgets the operation without waiting: only for a rank about to end the job (its peers
+  // may never take part, so waiting, here or in the destructor, could hang it).
+  void abandon() noexcept { req_ = MPI_REQUEST_NULL; }
 
  private:
   friend class Comm;

@@ -2,12 +2,13 @@
 
 #include <omp.h>
 
-#include <cstdio>
-#include <cstdlib>
-#include <iostream>
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
+#include <cstdlib>
 #include <filesystem>
+#include <iostream>
+#include <optional>
 #include <set>
 #include <thread>
 
@@ -64,22 +65,25 @@ constexpr double kAgreeTimeoutS = 5.0;
 // kAgreeTimeoutS; a rank that succeeded waits for the others (a failed one completes the
 // reduction or aborts the job). Returns true when every rank took part (and then `code`
 // is the largest code of any rank on all of them, so every rank exits non-zero alike).
-bool agree_on_exit(MPI_Comm vc, const Comm& comm, int& code) {
+// A failed MPI call here counts as "not every rank took part" (the job is then aborted).
+bool agree_on_exit(const Comm& vc, int& code) {
   int local = code;
   // [0]: the worst code; [1]: whether any rank failed.
   int mine[2] = {local, local != 0 ? 1 : 0}, all[2] = {0, 0};
-  MPI_Request req;
-  if (MPI_Iallreduce(mine, all, 2, MPI_INT, MPI_MAX, vc, &req) != MPI_SUCCESS) return false;
-  (void)comm;
-  auto t0 = std::chrono::steady_clock::now();
-  int done = 0;
-  while (!done) {
-    MPI_Test(&req, &done, MPI_STATUS_IGNORE);
-    if (done) break;
-    if (local != 0 && std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() >
-                          kAgreeTimeoutS)
-      return false;
-    std::this_thread::sleep_for(std::chrono::milliseconds(local != 0 ? 1 : 5));
+  try {
+    Request req = vc.iallreduce_max(mine, all, 2);
+    auto t0 = std::chrono::steady_clock::now();
+    while (!req.test()) {
+      if (local != 0 &&
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() >
+              kAgreeTimeoutS) {
+        req.abandon();  // the others may never join: the job is aborted next
+        return false;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(local != 0 ? 1 : 5));
+    }
+  } catch (const Error&) {
+    return false;
   }
   // Either every rank failed, or some succeeded: in both cases all reached this point, so
   // no rank is stuck; a success here and a failure there is still a failed job.
@@ -88,10 +92,12 @@ bool agree_on_exit(MPI_Comm vc, const Comm& comm, int& code) {
 }
 
 // The lowest rank whose own code is non-zero (the one that prints).
-int first_failed_rank(MPI_Comm vc, const Comm& comm, int local_code) {
-  int mine = local_code != 0 ? comm.rank() : comm.size(), first = mine;
-  MPI_Allreduce(&mine, &first, 1, MPI_INT, MPI_MIN, vc);
-  return first;
+int first_failed_rank(const Comm& vc, int local_code) {
+  try {
+    return vc.allreduce_min(local_code != 0 ? vc.rank() : vc.size());
+  } catch (const Error&) {
+    return vc.rank();  // no agreement on who prints: this rank prints its own
+  }
 }
 
 }  // namespace
@@ -209,8 +215,8 @@ int run_tool(int argc, char** argv, const ToolSpec& spec, const FlagAdder& add_f
 
   // A private duplicate of the world communicator for the end-of-run agreement, so that
   // it can never be matched against a collective that another rank is still inside.
-  MPI_Comm verdict_comm = MPI_COMM_NULL;
-  if (comm.size() > 1) MPI_Comm_dup(comm.raw(), &verdict_comm);
+  std::optional<Comm> verdict_comm;
+  if (comm.size() > 1) verdict_comm = comm.dup();
   int code = 0;
   std::string message;
   // A job across nodes logs where each rank runs: hostnames and node-local ranks are what
@@ -236,12 +242,12 @@ int run_tool(int argc, char** argv, const ToolSpec& spec, const FlagAdder& add_f
     }
     return code;
   }
-  const bool all_ranks = agree_on_exit(verdict_comm, comm, code);
+  const bool all_ranks = agree_on_exit(*verdict_comm, code);
   if (code != 0) {
     // Every rank failed alike (the same bad input, output path or config seen by all):
     // one line from the lowest failed rank, and every rank exits normally with the code.
     if (all_ranks) {
-      if (comm.rank() == first_failed_rank(verdict_comm, comm, code)) log::error(message, false);
+      if (comm.rank() == first_failed_rank(*verdict_comm, code)) log::error(message, false);
       if (comm.is_root()) remove_new_empty_dirs();
     } else {
       // Only this rank failed; the others are blocked in a collective: end the job.
@@ -250,8 +256,7 @@ int run_tool(int argc, char** argv, const ToolSpec& spec, const FlagAdder& add_f
       comm.abort(code);
     }
   }
-  MPI_Comm_free(&verdict_comm);
-  return code;
+  return code;  // verdict_comm is freed here, before MpiSession finalizes
 }
 
 }  // namespace sieve

@@ -128,18 +128,11 @@ void reduce_dims(const Comm& comm, const Config& cfg, const std::string& input,
   const bool class_parallel = G > 1 && comm.size() > 1 && G >= comm.size();
   std::vector<int> owner(static_cast<size_t>(G), -1);  // rank embedding group g (-1: all)
   if (class_parallel) {
-    std::vector<int> order(static_cast<size_t>(G));
     std::vector<int64_t> size_of;
     for (const auto& [label, idx] : groups) size_of.push_back(int64_t(idx.size()));
-    for (int g = 0; g < G; ++g) order[g] = g;
-    std::stable_sort(order.begin(), order.end(),
-                     [&](int a, int b) { return size_of[a] > size_of[b]; });
-    std::vector<int64_t> load(static_cast<size_t>(comm.size()), 0);
-    for (int g : order) {
-      int r = int(std::min_element(load.begin(), load.end()) - load.begin());
-      owner[g] = r;
-      load[r] += size_of[g];
-    }
+    const std::vector<std::vector<int>> dealt = deal_largest_first(size_of, comm.size());
+    for (int r = 0; r < comm.size(); ++r)
+      for (int g : dealt[size_t(r)]) owner[size_t(g)] = r;
   }
   // The projected rows each rank needs: with classes spread over the ranks, only its own
   // classes' rows (sent by alltoallv: per-rank memory shrinks as ranks are added); with a
@@ -181,7 +174,7 @@ void reduce_dims(const Comm& comm, const Config& cfg, const std::string& input,
   log::infof("PCA: ", N, " x ", in.F, " -> ", k, " components (", 100.0 * ev,
              "% of the variance) in ", log::format_duration(seconds_since(t_pca)));
 
-  const Comm self(MPI_COMM_SELF);
+  const Comm self = Comm::self();
   std::vector<double> Y(size_t(N * d), 0.0);
   // Per group: KL, 10-NN preservation, trustworthiness, its points, seconds.
   constexpr int kStats = 5;

@@ -202,9 +202,7 @@ TsneResult tsne(const Comm& comm, const float* X, int64_t N, int64_t D, const Ts
         Y[(own.begin + i) * d + c] += update[i * d + c];
       }
     }
-    if (comm.size() > 1)
-      SIEVE_MPI_CHECK(MPI_Allgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, Y.data(), counts.data(),
-                                     displs.data(), MPI_DOUBLE, comm.raw()));
+    comm.allgatherv_in_place(Y.data(), counts, displs);
     // Re-centre (same arithmetic on every rank: Y is identical everywhere).
     for (int c = 0; c < d; ++c) {
       double m = 0.0;

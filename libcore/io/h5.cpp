@@ -4,6 +4,8 @@
 #include <exception>
 #include <filesystem>
 
+#include "comm/h5_mpio.hpp"
+
 namespace sieve::h5 {
 namespace {
 
@@ -73,7 +75,7 @@ std::string expected_name() {
 
 Handle make_fapl(const Comm* comm) {
   Handle fapl(H5Pcreate(H5P_FILE_ACCESS), H5Pclose);
-  if (comm && comm->size() > 1) H5Pset_fapl_mpio(fapl.get(), comm->raw(), MPI_INFO_NULL);
+  if (comm && comm->size() > 1) set_fapl_mpio(fapl.get(), *comm);
   return fapl;
 }
 }  // namespace
@@ -263,7 +265,7 @@ void File::write_small(const std::string& name, const std::vector<hsize_t>& dims
                        const std::vector<T>& data) {
   create_dataset<T>(name, dims);
   hsize_t rows = dims.empty() ? 1 : dims[0];
-  bool writer = !parallel_ || Comm(MPI_COMM_WORLD).rank() == 0;
+  bool writer = !parallel_ || Comm::world().rank() == 0;
   write_rows<T>(name, 0, writer ? rows : 0, data.data());
 }
 

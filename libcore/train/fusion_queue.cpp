@@ -37,9 +37,7 @@ FusionQueue::FusionQueue(const Comm& comm, float* grads, size_t total,
   recv_.assign(words, 0);
 }
 
-FusionQueue::~FusionQueue() {
-  if (round_ != MPI_REQUEST_NULL) MPI_Wait(&round_, MPI_STATUS_IGNORE);
-}
+FusionQueue::~FusionQueue() = default;  // round_ waits for a round still in flight
 
 void FusionQueue::arm() {
   std::fill(local_.begin(), local_.end(), 0);
@@ -53,15 +51,14 @@ void FusionQueue::arm() {
 }
 
 bool FusionQueue::round_due() const {
-  return round_ == MPI_REQUEST_NULL && seconds_since(round_started_) >= cycle_s_;
+  return !round_.active() && seconds_since(round_started_) >= cycle_s_;
 }
 
 void FusionQueue::start_round() {
   send_ = local_;
   round_started_ = std::chrono::steady_clock::now();
   round_t0_us_ = trace::now_us();
-  SIEVE_MPI_CHECK(MPI_Iallreduce(send_.data(), recv_.data(), int(send_.size()), MPI_UINT64_T,
-                                 MPI_BAND, comm_.raw(), &round_));
+  round_ = comm_.iallreduce_band(send_.data(), recv_.data(), send_.size());
   ++stats_.negotiations;
 }
 
@@ -96,10 +93,8 @@ void FusionQueue::on_round_done() {
     }
     float* data = f.buffer.empty() ? grads_ + tensors_[f.tensors[0]].offset : f.buffer.data();
     const size_t n = f.buffer.empty() ? tensors_[f.tensors[0]].count : f.buffer.size();
-    MPI_Request req;
-    SIEVE_MPI_CHECK(
-        MPI_Iallreduce(MPI_IN_PLACE, data, int(n), MPI_FLOAT, MPI_SUM, comm_.raw(), &req));
-    inflight_.add(req, cat("fused ", fused_.size(), " (", f.tensors.size(), " tensors)"),
+    inflight_.add(comm_.iallreduce_sum(data, n),
+                  cat("fused ", fused_.size(), " (", f.tensors.size(), " tensors)"),
                   double(n * sizeof(float)));
     ++stats_.messages;
     if (armed_) ++stats_.started_early;
@@ -110,10 +105,8 @@ void FusionQueue::on_round_done() {
 }
 
 void FusionQueue::poll_round() {
-  if (round_ == MPI_REQUEST_NULL) return;
-  int flag = 0;
-  SIEVE_MPI_CHECK(MPI_Test(&round_, &flag, MPI_STATUS_IGNORE));
-  if (flag) on_round_done();
+  if (!round_.active()) return;
+  if (round_.test()) on_round_done();
 }
 
 void FusionQueue::ready(size_t offset, size_t count) {
@@ -137,9 +130,9 @@ void FusionQueue::finish() {
   armed_ = false;  // reductions started from here on are not overlapped with backward
   const double t0 = trace::now_us();
   const auto wait_start = std::chrono::steady_clock::now();
-  while (agreed_count_ < tensors_.size() || round_ != MPI_REQUEST_NULL) {
-    if (round_ != MPI_REQUEST_NULL) {
-      SIEVE_MPI_CHECK(MPI_Wait(&round_, MPI_STATUS_IGNORE));
+  while (agreed_count_ < tensors_.size() || round_.active()) {
+    if (round_.active()) {
+      round_.wait();
       on_round_done();
       continue;
     }

@@ -16,8 +16,6 @@
 // results, so all ranks start the same number of rounds whatever their local timing.
 // Measured: rounds per step, time blocked on rounds, copy-in/copy-out time.
 #pragma once
-#include <mpi.h>
-
 #include <chrono>
 #include <cstdint>
 #include <vector>
@@ -58,7 +56,7 @@ class FusionQueue final : public GradSync {
   size_t fusion_floats_;
   std::vector<uint64_t> local_, agreed_, send_, recv_;
   size_t agreed_count_ = 0;
-  MPI_Request round_ = MPI_REQUEST_NULL;
+  Request round_;
   std::chrono::steady_clock::time_point round_started_;
   double round_t0_us_ = 0;
   std::vector<Fused> fused_;

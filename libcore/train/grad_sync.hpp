@@ -33,6 +33,7 @@
 #include <vector>
 
 #include "comm/comm.hpp"
+#include "comm/in_flight.hpp"
 #include "train/optimizer.hpp"
 
 namespace sieve::train {
@@ -142,26 +143,6 @@ void PieceTracker::report(size_t offset, size_t count, Fn&& on_complete) {
     if (!was && k.reported >= k.needed) on_complete(p);
   }
 }
-
-// Non-blocking reductions in flight, each with a label and its start time, so that the
-// timeline shows every one from its start to the moment this rank saw it complete (lane
-// kComm). poll() never blocks (MPI_Testsome: it also drives progress while backward runs);
-// wait_all() blocks and returns the seconds spent blocked.
-class InFlight {
- public:
-  ~InFlight();
-  void add(MPI_Request req, std::string label, double bytes);
-  void poll();
-  double wait_all();
-  bool empty() const { return reqs_.empty(); }
-
- private:
-  void retire(const std::vector<int>& done, int n);
-  std::vector<MPI_Request> reqs_;
-  std::vector<std::string> labels_;
-  std::vector<double> t0_us_, bytes_;
-  size_t live_ = 0;
-};
 
 // Cuts [0, total) every `per` elements (the last piece may be shorter).
 std::vector<size_t> even_cuts(size_t total, size_t per);

@@ -83,13 +83,10 @@ void ParamServer::push(size_t p) {
   if (!own_grads_.empty() && root == comm_.rank())
     std::memcpy(own_grads_[next_slot_].data() + pieces_.begin(p), grads_ + pieces_.begin(p),
                 n * sizeof(float));
-  MPI_Request req;
   // The owner sums in place; the other ranks only send (their buffer keeps the local part).
-  SIEVE_MPI_CHECK(MPI_Ireduce(comm_.rank() == root ? MPI_IN_PLACE : g,
-                              comm_.rank() == root ? g : nullptr, int(n), MPI_FLOAT, MPI_SUM, root,
-                              comm_.raw(), &req));
   (current_ ? *current_ : inflight_)
-      .add(req, cat("push ", p, " -> rank ", root), double(n * sizeof(float)));
+      .add(comm_.ireduce_sum(g, n, root), cat("push ", p, " -> rank ", root),
+           double(n * sizeof(float)));
   ++stats_.messages;
   stats_.bytes += double(n * sizeof(float));
 }
@@ -177,10 +174,8 @@ void ParamServer::pull() {
   const double t0 = trace::now_us();
   for (size_t p = 0; p < pieces_.size(); ++p) {
     const size_t n = pieces_.end(p) - pieces_.begin(p);
-    MPI_Request req;
-    SIEVE_MPI_CHECK(MPI_Ibcast(params_ + pieces_.begin(p), int(n), MPI_FLOAT, piece_owner_[p],
-                               comm_.raw(), &req));
-    inflight_.add(req, cat("pull ", p, " <- rank ", piece_owner_[p]), double(n * sizeof(float)));
+    inflight_.add(comm_.ibcast(params_ + pieces_.begin(p), n, piece_owner_[p]),
+                  cat("pull ", p, " <- rank ", piece_owner_[p]), double(n * sizeof(float)));
   }
   inflight_.wait_all();
   trace::complete("wait for pulls", "wait", t0, trace::now_us());

@@ -53,8 +53,6 @@
 // drain() puts the true weights back on every rank, so evaluation and checkpoints see them and
 // resume stays exact.
 #pragma once
-#include <mpi.h>
-
 #include <deque>
 #include <memory>
 #include <vector>

@@ -24,10 +24,8 @@ void GradReducer::start(size_t b) {
   started_[b] = 1;
   if (comm_.size() == 1) return;
   const size_t n = pieces_.end(b) - pieces_.begin(b);
-  MPI_Request req;
-  SIEVE_MPI_CHECK(MPI_Iallreduce(MPI_IN_PLACE, grads_ + pieces_.begin(b), int(n), MPI_FLOAT,
-                                 MPI_SUM, comm_.raw(), &req));
-  inflight_.add(req, cat("bucket ", b), double(n * sizeof(float)));
+  inflight_.add(comm_.iallreduce_sum(grads_ + pieces_.begin(b), n), cat("bucket ", b),
+                double(n * sizeof(float)));
   ++stats_.messages;
   stats_.bytes += double(n * sizeof(float));
 }

@@ -13,8 +13,6 @@
 // Scaling: the trainer scales dlogits so that local gradients are already
 // sum_i dloss_i / global_batch; the SUM over ranks is then the global-batch mean.
 #pragma once
-#include <mpi.h>
-
 #include <cstddef>
 #include <utility>
 #include <vector>

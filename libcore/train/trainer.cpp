@@ -1,7 +1,5 @@
 #include "train/trainer.hpp"
 
-#include <mpi.h>
-
 #include <chrono>
 #include <cmath>
 #include <csignal>
@@ -10,6 +8,7 @@
 #include <filesystem>
 #include <thread>
 
+#include "comm/trace_gather.hpp"
 #include "nn/backend.hpp"
 #include "util/log.hpp"
 #include "util/trace.hpp"
@@ -49,7 +48,7 @@ void exit_for_requeue(const Comm& comm, const std::string& checkpoint) {
   log::info(cat("stop signal: checkpoint ", checkpoint,
                 " written; exiting with code 75 (continue with --resume)"));
   comm.barrier();
-  MPI_Finalize();
+  finalize_mpi();
   std::exit(kExitRequeue);
 }
 

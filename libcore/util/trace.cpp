@@ -3,10 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
-#include <filesystem>
-#include <fstream>
 
-#include "comm/comm.hpp"
 #include "util/error.hpp"
 
 namespace sieve::trace {
@@ -105,8 +102,8 @@ void clear() {
   rec().comm_lane_end.clear();
 }
 
-void write_gathered(const Comm& comm, const std::string& path, const std::string& meta_json) {
-  std::string mine = serialize(rec().events, comm.rank());
+std::string rank_json(int pid) {
+  std::string mine = serialize(rec().events, pid);
   // Names of the process/thread tracks, so Perfetto shows "rank 1 / main" and not pids.
   char meta[256];
   const int lanes = int(std::max<size_t>(1, rec().comm_lane_end.size()));
@@ -116,34 +113,19 @@ void write_gathered(const Comm& comm, const std::string& path, const std::string
     std::snprintf(meta, sizeof meta,
                   "{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":%d,\"tid\":%d,"
                   "\"args\":{\"name\":\"%s\"}},\n",
-                  comm.rank(), tid, name.c_str());
+                  pid, tid, name.c_str());
     mine += meta;
   }
   std::snprintf(meta, sizeof meta,
                 "{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":%d,\"args\":{\"name\":\"rank "
                 "%d\"}},\n",
-                comm.rank(), comm.rank());
+                pid, pid);
   mine += meta;
-  const int64_t dropped = comm.allreduce_sum(int64_t(rec().dropped));
-  std::vector<char> all = comm.allgatherv(std::vector<char>(mine.begin(), mine.end()));
-  std::string err;
-  if (comm.is_root()) {
-    const std::string tmp = path + ".tmp";
-    std::ofstream f(tmp, std::ios::binary);
-    f << "{\"displayTimeUnit\":\"ms\",\"otherData\":" << meta_json
-      << ",\"droppedEvents\":" << dropped << ",\"traceEvents\":[\n";
-    f.write(all.data(), std::streamsize(all.size()));
-    // The last element of the list: a metadata event, so no trailing comma is left dangling.
-    f << "{\"name\":\"trace_end\",\"ph\":\"M\",\"pid\":0,\"args\":{}}]}\n";
-    f.close();
-    std::error_code ec;
-    if (!f)
-      err = cat("cannot write trace file ", path);
-    else
-      std::filesystem::rename(tmp, path, ec);
-    if (ec) err = cat("cannot rename the trace file into ", path, ": ", ec.message());
-  }
-  agree_on_error(comm, err);
+  return mine;
+}
+
+size_t dropped() {
+  return rec().dropped;
 }
 
 }  // namespace sieve::trace

@@ -23,10 +23,6 @@
 #include <string>
 #include <vector>
 
-namespace sieve {
-class Comm;
-}
-
 namespace sieve::trace {
 
 enum Lane : int { kMain = 0, kComm = 1 };
@@ -53,9 +49,12 @@ void complete(std::string name, const char* cat, double t0_us, double t1_us, int
 // Events recorded on this rank so far (tests), and forgetting them.
 const std::vector<Event>& events();
 void clear();
-// Collective: gathers every rank's events to rank 0, which writes the JSON file atomically
-// (temporary name, then rename). `meta` lands in the file's "otherData".
-void write_gathered(const Comm& comm, const std::string& path, const std::string& meta_json = "{}");
+// This rank's events as trace-event JSON list elements (each followed by ",\n"), then the
+// names of its process and thread tracks; `pid` is the rank. comm/trace_gather.hpp gathers
+// every rank's into the file.
+std::string rank_json(int pid);
+// Events dropped on this rank beyond max_events.
+size_t dropped();
 
 // RAII span on the main lane.
 class Span {
