@@ -1,4 +1,4 @@
-// The CUDA backend: device memory, stream and handles, the registry's entry points, and the
+// The CUDA backend: device memory, stream and handles, its registry entry points, and the
 // small ops that are one kernel each. See backend_cuda.hpp for the design.
 #include <algorithm>
 #include <cstdint>
@@ -12,7 +12,6 @@
 #include "cuda/dtype.cuh"
 #include "cuda/kernels.hpp"
 #include "cuda/nccl_comm.hpp"
-#include "nn/backend_impl.hpp"
 
 namespace sieve::cuda {
 namespace {
@@ -200,7 +199,7 @@ int grid_blocks(const CudaBackend& be, size_t count, int threads) {
 
 }  // namespace sieve::cuda
 
-namespace sieve::nn {
+namespace sieve::cuda {
 namespace {
 
 // What this machine offers, queried once (cheap, never throws).
@@ -242,14 +241,14 @@ const CudaDeviceInfo& cuda_device_info() {
 
 // bf16 needs sm_80 (Ampere) or newer: the tensor-core and conversion instructions cuDNN and
 // our kernels use. There it is native, so `native` changes nothing.
-bool cuda_backend_supports(DType dtype, bool /*native*/, std::string* why) {
+bool cuda_backend_supports(nn::DType dtype, bool /*native*/, std::string* why) {
   try {
     const CudaDeviceInfo& d = cuda_device_info();
     if (d.count == 0) {
       if (why) *why = d.error;
       return false;
     }
-    if (dtype == DType::bf16 && d.major < 8) {
+    if (dtype == nn::DType::bf16 && d.major < 8) {
       if (why)
         *why = cat("bf16 needs a GPU of compute capability 8.0 or newer; ", d.name, " is ", d.major,
                    ".", d.minor);
@@ -262,8 +261,8 @@ bool cuda_backend_supports(DType dtype, bool /*native*/, std::string* why) {
   }
 }
 
-std::unique_ptr<Backend> make_cuda_backend(DType dtype) {
-  return std::make_unique<cuda::CudaBackend>(dtype);
+std::unique_ptr<nn::Backend> make_cuda_backend(nn::DType dtype) {
+  return std::make_unique<CudaBackend>(dtype);
 }
 
-}  // namespace sieve::nn
+}  // namespace sieve::cuda

@@ -1,6 +1,7 @@
 // The CUDA backend of the op seam (nn/backend.hpp), internal to libcore/cuda.
 //
-// One CudaBackend per (process, activation dtype), made by the registry. It owns:
+// One CudaBackend per (process, activation dtype), made by nn's registry, into which
+// cuda/register.cpp enters it. It owns:
 //   * one CUDA stream: every op, kernel and copy of this backend is ordered on it, so ops need
 //     no events between them and a shared workspace is safe;
 //   * a cuDNN handle and a cuBLAS handle bound to that stream;
@@ -122,6 +123,11 @@ class DeviceScratch {
   void* ptr_ = nullptr;
   size_t bytes_ = 0;
 };
+
+// The registry's entry points (cuda/register.cpp registers them with nn's registry).
+std::unique_ptr<nn::Backend> make_cuda_backend(nn::DType dtype);
+// bf16 needs compute capability 8.0; a machine without a visible device says so in `why`.
+bool cuda_backend_supports(nn::DType dtype, bool native, std::string* why);
 
 // Op factories, one per file.
 std::unique_ptr<nn::ConvOp> make_cudnn_conv(CudaBackend& be, const nn::ConvShape& s);

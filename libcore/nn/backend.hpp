@@ -5,7 +5,8 @@
 // of op objects. An op object is created once per layer instance for one shape and may cache
 // whatever it needs between calls (oneDNN primitives, cuDNN algorithms, workspaces, saved
 // batch statistics, reordered or down-cast weights); layers re-create it when the batch size
-// changes. The backends that exist are listed in ONE place, backend_registry.cpp.
+// changes. The backends a program has are listed in ONE place, backend_registry.cpp (backends
+// outside nn, such as cuda, register themselves there: backend_registry.hpp).
 //
 // Conventions shared by every backend (and checked against the fp32 "ref" backend in tests
 // over backend x dtype, tests/support/op_suite.hpp):

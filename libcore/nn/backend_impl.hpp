@@ -1,5 +1,5 @@
-// Internal to libcore/nn: factories of the backends (called only by backend_registry.cpp) and
-// helpers shared by backend implementations.
+// Internal to libcore/nn: factories of the host backends (called only by backend_registry.cpp)
+// and helpers shared by backend implementations.
 #pragma once
 #include <cstddef>
 #include <memory>
@@ -10,7 +10,7 @@
 
 namespace sieve::nn {
 
-// Factories of the backends for one activation dtype, and whether this machine supports it
+// Factories of the host backends for one activation dtype, and whether this machine supports it
 // (native: in hardware, not emulated; `why` says why not). Called only by the registry.
 std::unique_ptr<Backend> make_ref_backend(DType dtype);
 bool ref_backend_supports(DType dtype, bool native, std::string* why);
@@ -27,9 +27,6 @@ struct Bf16Speed {
 };
 const Bf16Speed& cpu_bf16_speed();
 bool cpu_bf16_faster(std::string* why);
-// libcore/cuda/backend_cuda.cu (builds with CUDA only).
-std::unique_ptr<Backend> make_cuda_backend(DType dtype);
-bool cuda_backend_supports(DType dtype, bool native, std::string* why);
 
 // 64-byte aligned host memory (free with std::free); throws bad_alloc.
 void* host_allocate(size_t bytes);

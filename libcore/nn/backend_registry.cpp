@@ -1,9 +1,14 @@
-// The ONE place that knows which backends exist (and the only #ifdef of the engine: whether
-// this build has the CUDA backend). A new backend adds its factory declaration to
-// backend_impl.hpp and one entry here.
+// The ONE place that knows which backends a program has. The host backends are nn's own; an
+// optional backend registers itself (backend_registry.hpp), so nn never links it. The registry
+// names the optional ones even where they are absent, so that asking for one says what is
+// missing instead of "unknown"; whether this build compiled CUDA at all (which changes that
+// message) is the engine's only #ifdef.
+#include "nn/backend_registry.hpp"
+
 #include <cstdlib>
 #include <map>
 #include <mutex>
+#include <vector>
 
 #include "nn/backend_impl.hpp"
 #include "util/error.hpp"
@@ -12,53 +17,75 @@ namespace sieve::nn {
 
 namespace {
 
-#ifndef SIEVE_HAVE_CUDA
-// Builds without nvcc: the name is known, so the error says what is missing.
-bool cuda_not_built(DType, bool, std::string* why) {
-  if (why) *why = "this build has no CUDA backend (configure with nvcc on PATH, SIEVE_ENABLE_CUDA)";
-  return false;
-}
-std::unique_ptr<Backend> make_cuda_not_built(DType) {
-  return nullptr;
-}
+#ifdef SIEVE_HAVE_CUDA
+constexpr const char* kCudaMissing =
+    "this program does not link the CUDA backend (link sieve_nn, which registers every backend "
+    "the build has, not sieve_nn_base)";
+#else
+constexpr const char* kCudaMissing =
+    "this build has no CUDA backend (configure with nvcc on PATH, SIEVE_ENABLE_CUDA)";
 #endif
 
 struct Entry {
-  const char* name;
-  std::unique_ptr<Backend> (*make)(DType);
-  bool (*supports)(DType, bool native, std::string* why);
-  // Where bf16 is native: whether it is also faster than fp32 (null: always, as on GPUs
-  // from compute capability 8.0 and on ref, which is never native).
-  bool (*bf16_faster)(std::string* why);
-};
-const Entry kBackends[] = {
-    {"cpu", &make_cpu_backend, &cpu_backend_supports, &cpu_bf16_faster},
-    {"ref", &make_ref_backend, &ref_backend_supports, nullptr},
-#ifdef SIEVE_HAVE_CUDA
-    {"cuda", &make_cuda_backend, &cuda_backend_supports, nullptr},
-#else
-    {"cuda", &make_cuda_not_built, &cuda_not_built, nullptr},
-#endif
+  BackendEntry backend;  // make == nullptr: named, but not in this program
+  const char* missing;   // why not, where make == nullptr
 };
 
-const Entry& entry(const std::string& name) {
-  for (const Entry& e : kBackends)
-    if (name == e.name) return e;
+struct Registry {
+  std::mutex mu;
+  std::vector<Entry> entries{
+      {{"cpu", &make_cpu_backend, &cpu_backend_supports, &cpu_bf16_faster}, nullptr},
+      {{"ref", &make_ref_backend, &ref_backend_supports, nullptr}, nullptr},
+      {{"cuda", nullptr, nullptr, nullptr}, kCudaMissing},
+  };
+};
+
+Registry& registry() {
+  static Registry r;
+  return r;
+}
+
+// A copy, so that a registration while it is used cannot move it.
+Entry entry(const std::string& name) {
+  Registry& r = registry();
+  std::lock_guard<std::mutex> lock(r.mu);
+  for (const Entry& e : r.entries)
+    if (name == e.backend.name) return e;
   std::string known;
-  for (const Entry& e : kBackends) known += (known.empty() ? "" : ", ") + std::string(e.name);
+  for (const Entry& e : r.entries)
+    known += (known.empty() ? "" : ", ") + std::string(e.backend.name);
   throw UsageError(cat("nn backend '", name, "': unknown; expected one of ", known));
+}
+
+bool supports(const Entry& e, DType dtype, bool native, std::string* why) {
+  if (!e.backend.make) {
+    if (why) *why = e.missing;
+    return false;
+  }
+  return e.backend.supports(dtype, native, why);
 }
 
 }  // namespace
 
+void register_backend(const BackendEntry& backend) {
+  Registry& r = registry();
+  std::lock_guard<std::mutex> lock(r.mu);
+  for (Entry& e : r.entries)
+    if (std::string(e.backend.name) == backend.name) {
+      e = {backend, nullptr};
+      return;
+    }
+  r.entries.push_back({backend, nullptr});
+}
+
 bool backend_supports(const std::string& name, DType dtype, bool native, std::string* why) {
-  return entry(name).supports(dtype, native, why);
+  return supports(entry(name), dtype, native, why);
 }
 
 bool backend_bf16_faster(const std::string& name, std::string* why) {
-  const Entry& e = entry(name);
-  if (!e.supports(DType::bf16, true, why)) return false;
-  return !e.bf16_faster || e.bf16_faster(why);
+  const Entry e = entry(name);
+  if (!supports(e, DType::bf16, true, why)) return false;
+  return !e.backend.bf16_faster || e.backend.bf16_faster(why);
 }
 
 Backend& backend(const std::string& name, DType dtype) {
@@ -68,16 +95,18 @@ Backend& backend(const std::string& name, DType dtype) {
   auto key = std::make_pair(name, dtype);
   auto it = made.find(key);
   if (it != made.end()) return *it->second;
-  const Entry& e = entry(name);
+  const Entry e = entry(name);
   std::string why;
-  if (!e.supports(dtype, false, &why))
+  if (!supports(e, dtype, false, &why))
     throw UsageError(cat("nn backend '", name, "' with ", dtype_name(dtype), ": ", why));
-  return *(made[key] = e.make(dtype));
+  return *(made[key] = e.backend.make(dtype));
 }
 
 std::vector<std::string> backend_names() {
+  Registry& r = registry();
+  std::lock_guard<std::mutex> lock(r.mu);
   std::vector<std::string> out;
-  for (const Entry& e : kBackends) out.push_back(e.name);
+  for (const Entry& e : r.entries) out.push_back(e.backend.name);
   return out;
 }
 

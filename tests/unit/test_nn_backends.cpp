@@ -10,6 +10,7 @@
 
 #include "nn/backend.hpp"
 #include "nn/backend_impl.hpp"
+#include "nn/backend_registry.hpp"
 #include "support/op_suite.hpp"
 #include "support/test_util.hpp"
 #include "util/error.hpp"
@@ -84,6 +85,46 @@ TEST(NnBackends, RegistryNamesAndUnknown) {
   EXPECT_EQ(&backend("ref", DType::bf16), &backend("ref", DType::bf16));
   EXPECT_NE(&backend("ref", DType::bf16), &backend("ref", DType::f32));
   EXPECT_EQ(backend("ref", DType::bf16).dtype(), DType::bf16);
+  // "cuda" is in every program that links sieve_nn: in a build with CUDA its registrar ran
+  // (the linker kept it) and the backend answers for itself (a GPU, or "no CUDA device");
+  // without CUDA the registry says the build lacks it.
+  std::string why;
+  if (!backend_supports("cuda", DType::f32, false, &why)) {
+    EXPECT_EQ(why.find("does not link the CUDA backend"), std::string::npos) << why;
+    EXPECT_TRUE(why.find("no CUDA device") != std::string::npos ||
+                why.find("this build has no CUDA backend") != std::string::npos)
+        << why;
+  }
+}
+
+// A backend from outside nn/ enters through register_backend: listed after the built-in ones,
+// asked through the registry like them; registering a name again replaces it in its place.
+TEST(NnBackends, RegisterBackendAddsOrReplaces) {
+  static const auto make_nothing = [](DType) -> std::unique_ptr<Backend> { return nullptr; };
+  static const auto never = [](DType, bool, std::string* why) {
+    if (why) *why = "the test backend runs nowhere";
+    return false;
+  };
+  static const auto always = [](DType, bool, std::string*) { return true; };
+  register_backend({"test-fake", +make_nothing, +never, nullptr});
+  std::vector<std::string> names = backend_names();
+  ASSERT_GE(names.size(), 4u);
+  EXPECT_EQ(names.back(), "test-fake");
+  std::string why;
+  EXPECT_FALSE(backend_supports("test-fake", DType::f32, false, &why));
+  EXPECT_EQ(why, "the test backend runs nowhere");
+  try {
+    backend("test-fake");
+    ADD_FAILURE() << "an unsupported backend must fail";
+  } catch (const sieve::UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("nn backend 'test-fake' with fp32: the test backend "
+                                         "runs nowhere"),
+              std::string::npos)
+        << e.what();
+  }
+  register_backend({"test-fake", +make_nothing, +always, nullptr});
+  EXPECT_EQ(backend_names(), names);
+  EXPECT_TRUE(backend_supports("test-fake", DType::bf16, true));
 }
 
 TEST(NnBackends, Bf16RoundsToNearestEven) {
