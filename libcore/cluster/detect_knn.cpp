@@ -63,6 +63,8 @@ Detection detect_knn_vote(const Comm& comm, RowShare& f, int64_t n, const int32_
   if (embed::resolve_knn_method(search.method, n) != embed::KnnMethod::Exact) {
     embed::IvfParams params;
     params.probes = search.probes;
+    // The work a query, probes x the mean cell, held however unequal the cells come out.
+    params.probe_rows = search.probes * m / embed::ivf_lists(std::max<int64_t>(m, 1), params);
     ivf.emplace(f.x.data(), f.rows.data(), m, d, k, params);
     log::infof("knn detector: inverted file over ", n, " rows (rank 0: ", m, " rows in ",
                ivf->lists(), " cells, the largest ", ivf->largest_cell(), "; ", ivf->mean_probes(),

@@ -259,22 +259,26 @@ IvfCells ivf_cells(const float* X, int64_t N, int64_t D, const IvfParams& params
     for (int64_t i = 0; i < N; ++i) rows[size_t(fill[size_t(cell_of[size_t(i)])]++)] = i;
   }
   const std::vector<float> centre = cell_centres(X, N, D, cell_of, lists);
-  std::vector<int32_t> near(static_cast<size_t>(lists * (probes - 1)));
+  // With a row budget, cells are taken nearest first until they hold it, from up to twice
+  // the nominal count of candidates (more only through the sweep below).
+  const int64_t budget = params.probe_rows > 0 ? params.probe_rows : 0;
+  const int64_t want = budget > 0 ? std::min(lists, 2 * probes) : probes;
+  std::vector<int32_t> near(static_cast<size_t>(lists * (want - 1)));
   {
     std::vector<float> nd(near.size());
-    if (probes > 1)
-      knn_exact(centre.data(), lists, D, probes - 1, 0, lists, near.data(), nd.data());
+    if (want > 1) knn_exact(centre.data(), lists, D, want - 1, 0, lists, near.data(), nd.data());
   }
+  const int64_t enough = min_probe_rows;
   auto rows_in = [&](int64_t c) { return start[size_t(c + 1)] - start[size_t(c)]; };
   cells.probe_start.assign(1, 0);
   for (int64_t c = 0; c < lists; ++c) {
     cells.probe.push_back(int32_t(c));
     int64_t held = rows_in(c);
-    for (int64_t p = 0; p < probes - 1; ++p) {
-      cells.probe.push_back(near[size_t(c * (probes - 1) + p)]);
+    for (int64_t p = 0; p < want - 1 && !(budget > 0 && held >= budget); ++p) {
+      cells.probe.push_back(near[size_t(c * (want - 1) + p)]);
       held += rows_in(cells.probe.back());
     }
-    if (held < min_probe_rows) {
+    if (held < enough && int64_t(cells.probe.size()) - cells.probe_start.back() < lists) {
       // Too few rows in reach (small cells, or few rows in all): add the next nearest cells
       // until there are enough, so that no row's list stays short. Rare, so one distance
       // sweep over the centres per such cell.
@@ -286,7 +290,7 @@ IvfCells ivf_cells(const float* X, int64_t N, int64_t D, const IvfParams& params
       const std::set<int32_t> taken(cells.probe.begin() + cells.probe_start.back(),
                                     cells.probe.end());
       for (const auto& [dd, o] : by_dist) {
-        if (held >= min_probe_rows) break;
+        if (held >= enough) break;
         if (taken.count(o)) continue;
         cells.probe.push_back(o);
         held += rows_in(o);

@@ -62,6 +62,12 @@ struct IvfParams {
   int64_t probes = 0;           // 0: kIvfDefaultProbes, at most lists
   int64_t train_per_list = 64;  // k-means sample: this many rows per list (at most N)
   int iterations = 10;          // k-means iterations
+  // ivf_cells only (knn_ivf ignores it): 0, or a row budget for a probe set: cells are taken
+  // nearest first until they hold this many rows (at most 2 x probes cells, more only to
+  // reach min_probe_rows), so that a large cell's queries probe fewer cells and the work
+  // stays near budget x N however unequal the cells (k-means on tight classes makes cells
+  // of one to several classes).
+  int64_t probe_rows = 0;
   uint64_t seed = 1234;
 };
 constexpr int64_t kIvfDefaultProbes = 64;
@@ -70,18 +76,19 @@ int64_t ivf_lists(int64_t N, const IvfParams& params = {});  // the list count u
 // The inverted file's cells over the rows of X [N, D] (the k-means and probe sets of
 // knn_ivf): rows of cell c are rows[start[c], start[c+1]) (ascending); its probe set is
 // probe[probe_start[c], probe_start[c+1]), itself first, then the `probes` - 1 cells whose
-// centres (means of their rows) are nearest to its own, then, only where those cells hold
-// fewer than `min_probe_rows` rows together, the next nearest until they do (so that a
-// search that needs k others can ask for k + 1 and never come back short).
+// centres (means of their rows) are nearest to its own (or, with params.probe_rows, as many
+// as hold that budget), then, only where those cells hold fewer than `min_probe_rows` rows
+// together, the next nearest until they do (so that a search that needs k others can ask
+// for k + 1 and never come back short).
 // centres [lists, D]: the k-means centres a row is assigned to (its nearest; empty when
 // lists == 1, every row in cell 0).
 struct IvfCells {
   int64_t lists = 1;
-  std::vector<float> centres;       // [lists, D]
-  std::vector<int64_t> start;       // [lists + 1]
-  std::vector<int64_t> rows;        // [N]
-  std::vector<int64_t> probe_start; // [lists + 1]
-  std::vector<int32_t> probe;       // [probe_start[lists]]
+  std::vector<float> centres;        // [lists, D]
+  std::vector<int64_t> start;        // [lists + 1]
+  std::vector<int64_t> rows;         // [N]
+  std::vector<int64_t> probe_start;  // [lists + 1]
+  std::vector<int32_t> probe;        // [probe_start[lists]]
 };
 IvfCells ivf_cells(const float* X, int64_t N, int64_t D, const IvfParams& params = {},
                    int64_t min_probe_rows = 0);

@@ -366,6 +366,39 @@ TEST(EmbedKnnIvfBlocks, ExactWithAllCellsSameListsForAnyBlocksRecallGrowsWithPro
   EXPECT_GT(r3, 0.5);
 }
 
+// A row budget for the probe sets (IvfParams::probe_rows): each takes its nearest cells,
+// itself first, until they hold the budget, and stops there (at most 2 x probes cells); so
+// the rows a query meets stay near the budget while the cells are unequal.
+TEST(EmbedKnnIvfBlocks, ProbeSetsStopAtTheRowBudget) {
+  const int64_t N = 4000, D = 8;
+  const std::vector<float> X = gaussian_clusters(N, D, 10, 13);
+  IvfParams p;
+  p.lists = 60;
+  p.probes = 6;
+  p.probe_rows = 400;
+  const IvfCells cells = ivf_cells(X.data(), N, D, p);
+  auto rows_in = [&](int64_t c) { return cells.start[size_t(c + 1)] - cells.start[size_t(c)]; };
+  int64_t smallest = N, largest = 0, at_cap = 0;
+  for (int64_t c = 0; c < cells.lists; ++c) {
+    const int64_t b = cells.probe_start[size_t(c)], e = cells.probe_start[size_t(c + 1)];
+    ASSERT_EQ(cells.probe[size_t(b)], c);
+    ASSERT_LE(e - b, 2 * p.probes);
+    int64_t held = 0;
+    for (int64_t t = b; t < e; ++t) {
+      ASSERT_LT(held, p.probe_rows) << "cell " << c << " went past its budget";
+      held += rows_in(cells.probe[size_t(t)]);
+    }
+    if (e - b == 2 * p.probes && held < p.probe_rows)
+      ++at_cap;
+    else
+      ASSERT_GE(held, p.probe_rows) << "cell " << c;
+    smallest = std::min(smallest, rows_in(c));
+    largest = std::max(largest, rows_in(c));
+  }
+  EXPECT_GT(largest, 2 * smallest);  // the cells are unequal, so the budget matters
+  EXPECT_LT(at_cap, cells.lists / 4);
+}
+
 TEST(EmbedKnnIvfBlocks, NoListShortWhereCellsAreTinyOrQueriesFew) {
   const int64_t D = 8, k = 12;
   const std::vector<float> X = gaussian_clusters(400, D, 40, 9);
