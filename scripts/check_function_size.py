@@ -28,7 +28,6 @@ ALLOWED = {
     "libcore/config/tool.cpp:run_tool": 154,
     "libcore/data/writer.cpp:write_dataset": 326,
     "libcore/embed/reduce.cpp:reduce_dims": 262,
-    "libcore/report/report.cpp:section_estimates": 125,
     "libcore/train/prog_features.cpp:extract_features_main": 141,
     "libcore/train/prog_pretrain.cpp:run_sweep_point": 149,
     "libcore/train/trainer.cpp:Trainer::run": 316,

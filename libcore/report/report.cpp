@@ -83,34 +83,35 @@ double rank_rate(const Config& cfg, const RunData& d, std::string& how) {
   return 0;
 }
 
-}  // namespace
-
-void section_estimates(SectionContext& c) {
-  const Config& cfg = c.cfg;
-  c.doc.section("A-priori estimates for the configured job", "estimates");
-  DataShape ds = data_shape(cfg, c.data);
-  if (!ds.known) {
-    c.doc.note(
-        "Dataset size unknown (no dataset.h5 and data.source gives no fixed size): "
-        "estimates omitted.");
-    return;
-  }
+// The estimate's inputs, and where each came from (the report shows both).
+struct EstimateSetup {
   EstimateInputs in;
+  double act_cfg = 0;    // report.estimate.activation_bytes_per_sample (0: estimated)
+  std::string rate_how;  // where images/s per rank came from ("": nowhere)
+  std::string net_how;   // where the network figures came from
+  std::string arch;      // scaled.model.arch
+  bool weak = false;     // weak scaling: report.estimate.per_rank_batch > 0
+  double b1 = 0;         // the per-rank batch at p = 1
+};
+
+EstimateSetup estimate_setup(const SectionContext& c, const DataShape& ds) {
+  const Config& cfg = c.cfg;
+  EstimateSetup e;
+  EstimateInputs& in = e.in;
   in.num_samples = ds.n;
   in.bytes_per_sample = ds.bytes_per_sample;
   in.num_params = model_param_count(cfg, "scaled", ds.shape, ds.classes);
   in.grad_bytes_per_param = cfg.get_string("report.estimate.grad_dtype") == "bf16" ? 2 : 4;
-  const double act_cfg = cfg.get_float("report.estimate.activation_bytes_per_sample");
+  e.act_cfg = cfg.get_float("report.estimate.activation_bytes_per_sample");
   in.activation_bytes_per_sample =
-      act_cfg > 0 ? act_cfg : activation_bytes_estimate(cfg, "scaled", ds.shape);
-  std::string rate_how;
-  in.images_per_s_per_rank = rank_rate(cfg, c.data, rate_how);
+      e.act_cfg > 0 ? e.act_cfg : activation_bytes_estimate(cfg, "scaled", ds.shape);
+  in.images_per_s_per_rank = rank_rate(cfg, c.data, e.rate_how);
   in.global_batch = cfg.get_int("scaled.global_batch");
   in.per_rank_batch = cfg.get_int("report.estimate.per_rank_batch");
   in.overlap = cfg.get_bool("report.estimate.overlap");
   in.net.bandwidth_gbps = cfg.get_float("report.network.bandwidth_gbps");
   in.net.latency_us = cfg.get_float("report.network.latency_us");
-  std::string net_how = "report.network.*";
+  e.net_how = "report.network.*";
   if (const std::string cal_path = cfg.get_string("report.network.calibration");
       !cal_path.empty()) {
     // Measured on the machine at hand (bench_core_allreduce), not assumed.
@@ -118,13 +119,23 @@ void section_estimates(SectionContext& c) {
     const RingEquivalent eq = ring_equivalent(cal);
     in.net.latency_us = eq.latency_s * 1e6;
     in.net.bandwidth_gbps = eq.bandwidth_bytes_per_s * 8e-9;
-    net_how = cat("fitted allreduce calibration of ", cal.ranks, " ranks (", cal_path, ")");
+    e.net_how = cat("fitted allreduce calibration of ", cal.ranks, " ranks (", cal_path, ")");
   }
   in.max_ranks = cfg.get_int("report.estimate.max_ranks");
 
-  const bool weak = in.per_rank_batch > 0;
-  const double b1 = weak ? double(in.per_rank_batch) : double(in.global_batch);
-  const std::string arch = cfg.get_string("scaled.model.arch");
+  e.weak = in.per_rank_batch > 0;
+  e.b1 = e.weak ? double(in.per_rank_batch) : double(in.global_batch);
+  e.arch = cfg.get_string("scaled.model.arch");
+  return e;
+}
+
+// The inputs' table in the report and data/estimate_inputs.csv.
+void write_estimate_inputs(SectionContext& c, const DataShape& ds, const EstimateSetup& e) {
+  const Config& cfg = c.cfg;
+  const EstimateInputs& in = e.in;
+  const bool weak = e.weak;
+  const double b1 = e.b1, act_cfg = e.act_cfg;
+  const std::string &arch = e.arch, &rate_how = e.rate_how, &net_how = e.net_how;
   std::vector<Row> inputs = {
       {"training samples N", std::to_string(in.num_samples), ds.how},
       {"bytes per sample n", std::to_string(in.bytes_per_sample),
@@ -162,12 +173,12 @@ void section_estimates(SectionContext& c) {
              {"bandwidth_gbps", fmt(in.net.bandwidth_gbps), ""},
              {"latency_us", fmt(in.net.latency_us), ""},
              {"images_per_s_per_rank", fmt(in.images_per_s_per_rank), rate_how}});
-  if (in.images_per_s_per_rank <= 0) {
-    c.doc.note(
-        "No images/s per rank measured or configured: predicted scaling omitted (set "
-        "report.estimate.images_per_s_per_rank).");
-    return;
-  }
+}
+
+// The predicted scaling over p ranks: data/predicted_scaling.csv, its table and its figure.
+void write_predicted_scaling(SectionContext& c, const EstimateSetup& e) {
+  const EstimateInputs& in = e.in;
+  const std::string& arch = e.arch;
   Estimates est = estimate(in);
   std::vector<Row> csv, table;
   for (auto& r : est.rows) {
@@ -212,6 +223,30 @@ void section_estimates(SectionContext& c) {
                {"data/predicted_scaling.csv", "data/estimate_inputs.csv"}, "fig-predicted");
 }
 
+}  // namespace
+
+// Phases: the dataset's shape -> the estimate's inputs -> their table -> the predicted scaling
+// (where a rate per rank is known).
+void section_estimates(SectionContext& c) {
+  c.doc.section("A-priori estimates for the configured job", "estimates");
+  DataShape ds = data_shape(c.cfg, c.data);
+  if (!ds.known) {
+    c.doc.note(
+        "Dataset size unknown (no dataset.h5 and data.source gives no fixed size): "
+        "estimates omitted.");
+    return;
+  }
+  const EstimateSetup e = estimate_setup(c, ds);
+  write_estimate_inputs(c, ds, e);
+  if (e.in.images_per_s_per_rank <= 0) {
+    c.doc.note(
+        "No images/s per rank measured or configured: predicted scaling omitted (set "
+        "report.estimate.images_per_s_per_rank).");
+    return;
+  }
+  write_predicted_scaling(c, e);
+}
+
 void make_report(const Config& cfg, const ReportOptions& opt, const Comm& comm) {
   // Checks the output up front (exists without --overwrite -> error before any work).
   // Only a previous report is ever replaced, and never the run directory it reads.
@@ -236,11 +271,11 @@ void make_report(const Config& cfg, const ReportOptions& opt, const Comm& comm) 
     doc.paragraph(analyze_results(data.runs).summary);
     using Fn = void (*)(SectionContext&);
     const std::pair<const char*, Fn> sections[] = {
-        {"overview", section_overview},     {"accuracy", section_accuracy},
-        {"reduction", section_reduction},   {"suspicious", section_suspicious},
-        {"embedding", section_embedding},
-        {"throughput", section_throughput}, {"comm", section_comm},
-        {"pretrain", section_pretrain},     {"estimates", section_estimates}};
+        {"overview", section_overview},   {"accuracy", section_accuracy},
+        {"reduction", section_reduction}, {"suspicious", section_suspicious},
+        {"embedding", section_embedding}, {"throughput", section_throughput},
+        {"comm", section_comm},           {"pretrain", section_pretrain},
+        {"estimates", section_estimates}};
     log::Progress progress("sections", std::size(sections), "sections");
     int64_t done = 0;
     for (auto& [name, fn] : sections) {
