@@ -26,7 +26,6 @@ import sys
 ALLOWED = {
     "libcore/cluster/filter.cpp:run_filter": 124,
     "libcore/config/tool.cpp:run_tool": 154,
-    "libcore/data/writer.cpp:write_dataset": 326,
     "libcore/embed/reduce.cpp:reduce_dims": 262,
     "libcore/train/prog_features.cpp:extract_features_main": 141,
     "libcore/train/prog_pretrain.cpp:run_sweep_point": 149,
