@@ -183,7 +183,9 @@ void pretrain_main(ToolContext& ctx) {
       dynamics->record(epoch, d, rows, logits, k);
     });
   }
+  bool trained_an_epoch = false;
   trainer.set_epoch_hook([&](int64_t epoch, Json& rec) {
+    trained_an_epoch = true;
     if (dynamics) dynamics->end_epoch(ctx.comm, epoch - 1);
     if (holdout <= 0) return;
     auto [loss, acc] = trainer.evaluate(holdout_rows, &split.holdout);
@@ -201,7 +203,13 @@ void pretrain_main(ToolContext& ctx) {
   }
   // Into the staging directory (the final name was checked up front), then the whole set.
   save_model(set.staged(name_of(output)), trainer.model(), ctx.cfg.to_yaml(), from, true, ctx.comm);
-  if (dynamics)
+  // A run resumed in its fold models trains no epoch of this model: its dynamics, written
+  // before the folds, stay (rewritten, every epoch would read as untrained).
+  int64_t keep_dynamics = 0;
+  if (ctx.comm.is_root())
+    keep_dynamics = !trained_an_epoch && fs::exists(set.staged(kDynamicsFile)) ? 1 : 0;
+  ctx.comm.bcast(&keep_dynamics, 1);
+  if (dynamics && !keep_dynamics)
     write_dynamics(ctx.comm, set.staged(kDynamicsFile), *dynamics, ctx.cfg.to_yaml(), from);
   if (fold_plan.folds >= 2)
     train_fold_models(ctx.comm, ctx.cfg.to_yaml(), data, opt, fold_plan, set, stem, resume, from);

@@ -156,9 +156,12 @@ TEST(TrainCrossfit, PretrainWritesFoldModelsAndFeaturesAreOutOfFold) {
     ASSERT_EQ(rc, 0) << out;
     const auto pk = h5::File::open(fk).read_all<float>("/train/probs");
     ASSERT_EQ(pk.size(), probs.size());
-    for (size_t i = 0; i < 64; ++i)
-      if (fold[i] == k)
-        for (size_t c = 0; c < 4; ++c) ASSERT_NEAR(probs[i * 4 + c], pk[i * 4 + c], 1e-5) << i;
+    for (size_t i = 0; i < 64; ++i) {
+      if (fold[i] != k) continue;
+      for (size_t c = 0; c < 4; ++c) {
+        ASSERT_NEAR(probs[i * 4 + c], pk[i * 4 + c], 1e-5) << i;
+      }
+    }
   }
   double differ = 0;
   for (size_t i = 0; i < probs.size(); ++i)
