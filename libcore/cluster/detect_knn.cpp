@@ -119,7 +119,10 @@ Detection detect_knn_vote(const Comm& comm, RowShare& f, int64_t n, const int32_
 
   Detection det;
   det.method = "knn";
-  det.inputs = "penultimate features (cosine k-NN)";
+  // The report shows this: say when the neighbours were searched approximately.
+  det.inputs =
+      ivf ? cat("penultimate features (cosine k-NN, inverted file: ", search.probes, " probes)")
+          : "penultimate features (cosine k-NN)";
   det.score.assign(size_t(n), 0.0f);
   for (int64_t q = 0; q < m; ++q) {
     const int64_t i = f.rows[size_t(q)];

@@ -108,6 +108,8 @@ TEST(ClusterDetect, KnnVoteThroughTheInvertedFileFlagsAsTheExactSearch) {
   std::printf("ivf vs exact: flags agree on %lld of %lld, scores on %lld\n", (long long)same,
               (long long)f.n, (long long)same_score);
   EXPECT_GE(double(same), 0.99 * double(f.n));
+  EXPECT_NE(ivf.inputs.find("inverted file"), std::string::npos) << ivf.inputs;
+  EXPECT_EQ(exact.inputs.find("inverted file"), std::string::npos) << exact.inputs;
   const DetectionScore se = score_detection(exact, f.truth), si = score_detection(ivf, f.truth);
   EXPECT_GT(se.f1, 0.8);  // the data leave the vote something to find
   EXPECT_GT(si.f1, se.f1 - 0.01);
