@@ -12,7 +12,8 @@
 #        the file is made once per N, C and SPREAD and reused)
 #
 # Memory: the features are 4 N x 512 bytes (2.6 GB at 1.28 M), held once over the ranks;
-# writing them takes a few minutes and that much disk. Wants an otherwise idle machine.
+# writing them takes a few minutes and that much disk (no class probabilities are written).
+# Wants an otherwise idle machine.
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 build="$(cd "${1:-$here/../build}" && pwd)"
@@ -31,7 +32,7 @@ export OMP_WAIT_POLICY="${OMP_WAIT_POLICY:-passive}"
 cmake --build "$build" --target bench_cluster_knn -j"$(nproc)" >/dev/null
 if [ ! -f "$data/features.h5" ]; then
   /usr/bin/python3 scripts/make_filter_inputs.py "$data.tmp" --n "$n" --features 512 \
-    --classes "$classes" --flip 0.1 --spread "$spread"
+    --classes "$classes" --flip 0.1 --spread "$spread" --no-probs
   mv "$data.tmp" "$data"
 fi
 echo "machine: $(nproc) vCPUs, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2-), load $(cut -d' ' -f1-3 /proc/loadavg)"

@@ -13,10 +13,12 @@ in their true class's direction and blob), so the knn and confident detectors ha
 something to find. Rows are written in blocks, so memory stays small at any N.
 
   /usr/bin/python3 scripts/make_filter_inputs.py OUT_DIR [--n 1000000] [--features 512]
-      [--classes 10] [--flip 0.05] [--spread 0.8] [--seed 1] [--block 65536]
+      [--classes 10] [--flip 0.05] [--spread 0.8] [--no-probs] [--seed 1] [--block 65536]
 
 --spread is the norm of the feature noise around a class's unit direction (two classes'
-directions are ~1.41 apart): 0.8 leaves the classes apart, 1.5 makes them overlap.
+directions are ~1.41 apart): 0.8 leaves the classes far apart. --no-probs leaves out
+/train/probs (the knn detector does not read them; 5 GB at 1.28 M samples of 1000 classes);
+the random draws then differ from those of a file with them.
 """
 import argparse
 import os
@@ -33,6 +35,7 @@ def main():
     ap.add_argument("--classes", type=int, default=10)
     ap.add_argument("--flip", type=float, default=0.05)
     ap.add_argument("--spread", type=float, default=0.8)
+    ap.add_argument("--no-probs", action="store_true")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--block", type=int, default=65536)
     a = ap.parse_args()
@@ -48,7 +51,7 @@ def main():
         ef.attrs["schema"] = "sieve.embedding/1"
         chunk = max(1, min(a.block, (1 << 20) // (4 * F)))  # ~1 MiB chunks of whole rows
         feats = ff.create_dataset("/train/features", (n, F), "f4", chunks=(chunk, F))
-        probs = ff.create_dataset("/train/probs", (n, C), "f4")
+        probs = None if a.no_probs else ff.create_dataset("/train/probs", (n, C), "f4")
         flab = ff.create_dataset("/train/labels", (n,), "i4")
         fids = ff.create_dataset("/train/sample_id", (n,), "i8")
         emb = ef.create_dataset("/embedding", (n, 2), "f4")
@@ -63,12 +66,13 @@ def main():
             ids = (np.arange(b, e, dtype=np.int64) * 7919) % 1000000007 + 17  # scrambled, unique
             x = centres[true] + rng.normal(scale=a.spread / np.sqrt(F), size=(m, F)).astype(np.float32)
             x *= rng.uniform(0.5, 3.0, size=(m, 1)).astype(np.float32)  # cosine ignores scale
-            logits = 4.0 * np.eye(C, dtype=np.float32)[true] + rng.normal(size=(m, C)).astype(np.float32)
-            p = np.exp(logits - logits.max(axis=1, keepdims=True))
-            p /= p.sum(axis=1, keepdims=True)
+            if probs is not None:
+                logits = 4.0 * np.eye(C, dtype=np.float32)[true] + rng.normal(size=(m, C)).astype(np.float32)
+                p = np.exp(logits - logits.max(axis=1, keepdims=True))
+                p /= p.sum(axis=1, keepdims=True)
+                probs[b:e] = p.astype(np.float32)
             y = blob[true] + rng.normal(scale=3.0, size=(m, 2)).astype(np.float32)
             feats[b:e] = x
-            probs[b:e] = p.astype(np.float32)
             flab[b:e] = labels
             fids[b:e] = ids
             emb[b:e] = y
