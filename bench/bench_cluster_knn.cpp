@@ -8,11 +8,13 @@
 //
 // Prints one line of key=value pairs on rank 0 (stdout): rows, width, ranks, threads, the
 // search used, the seconds to read and to detect (wall and this rank's CPU), the flagged
-// count, peak RSS of rank 0, and the check's flag agreement and mean |score difference|.
+// count, peak RSS of rank 0, and the check's flag agreement, mean |score difference| and
+// recall (the fraction of the exact k neighbours among the detector's).
 #include <omp.h>
 #include <sys/resource.h>
 #include <time.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -77,8 +79,11 @@ int main(int argc, char** argv) {
 
   t0 = std::chrono::steady_clock::now();
   const double c0 = cpu_seconds();
-  const cluster::Detection det = cluster::detect_knn_vote(
-      comm, f, n, labels.data(), k, threshold, cluster::kKnnPieceBytes, {search, probes});
+  std::vector<int32_t> lists;  // [m, k] the detector's neighbours, for the recall
+  cluster::KnnSearch how(search, probes);
+  how.lists = &lists;
+  const cluster::Detection det = cluster::detect_knn_vote(comm, f, n, labels.data(), k, threshold,
+                                                          cluster::kKnnPieceBytes, how);
   const double cpu_s = cpu_seconds() - c0;
   comm.barrier();
   const double detect_s = since(t0);
@@ -87,7 +92,7 @@ int main(int argc, char** argv) {
 
   // The exact lists of the check rows against every row (the share's rows are normalised,
   // and reordered by the inverted file; f.rows still names them).
-  double agree = std::nan(""), score_diff = std::nan("");
+  double agree = std::nan(""), score_diff = std::nan(""), recall = std::nan("");
   if (comm.size() == 1 && check > 0) {
     const int64_t nq = std::min(check, n);
     std::unordered_map<int64_t, int64_t> pos;
@@ -103,7 +108,7 @@ int main(int argc, char** argv) {
     std::vector<float> ld(li.size(), std::numeric_limits<float>::infinity());
     embed::knn_merge_block(Q.data(), qid.data(), nq, f.x.data(), f.rows.data(), f.size(), d, k,
                            li.data(), ld.data());
-    int64_t same = 0;
+    int64_t same = 0, found = 0;
     double diff = 0;
     for (int64_t s = 0; s < nq; ++s) {
       const int64_t i = qid[size_t(s)];
@@ -112,7 +117,10 @@ int main(int argc, char** argv) {
       const double score = double(disagree) / k;
       same += (score > threshold) == bool(det.flag[size_t(i)]);
       diff += std::abs(score - det.score[size_t(i)]);
+      const int32_t* mine = lists.data() + pos.at(i) * k;
+      for (int j = 0; j < k; ++j) found += std::count(mine, mine + k, li[size_t(s * k + j)]);
     }
+    recall = double(found) / double(nq * k);
     agree = double(same) / double(nq);
     score_diff = diff / double(nq);
   }
@@ -122,13 +130,13 @@ int main(int argc, char** argv) {
     std::printf(
         "rows=%lld width=%d ranks=%d threads=%d search=%s probes=%lld read_s=%.1f detect_s=%.1f "
         "detect_cpu_s=%.1f flagged=%lld peak_rss_gb=%.2f check_rows=%lld flag_agreement=%.4f "
-        "mean_abs_score_diff=%.4f\n",
+        "mean_abs_score_diff=%.4f recall=%.4f\n",
         (long long)n, d, comm.size(), omp_get_max_threads(),
         embed::knn_method_name(embed::resolve_knn_method(search, n) == embed::KnnMethod::Exact
                                    ? embed::KnnMethod::Exact
                                    : embed::KnnMethod::Ivf),
         (long long)probes, read_s, detect_s, cpu_s, (long long)flagged,
         double(ru.ru_maxrss) / (1 << 20), (long long)(comm.size() == 1 ? std::min(check, n) : 0),
-        agree, score_diff);
+        agree, score_diff, recall);
   return 0;
 }

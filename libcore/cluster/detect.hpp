@@ -71,6 +71,9 @@ inline constexpr int64_t kKnnIvfProbes = 16;
 struct KnnSearch {
   embed::KnnMethod method = embed::KnnMethod::Auto;
   int64_t probes = kKnnIvfProbes;
+  // Where given, receives this rank's neighbour lists [m, k] (global rows, nearest first) in
+  // the share's order at the end (benchmarks measure the recall with it).
+  std::vector<int32_t>* lists = nullptr;
   KnnSearch() = default;
   KnnSearch(embed::KnnMethod m, int64_t p = kKnnIvfProbes) : method(m), probes(p) {}  // NOLINT
 };

@@ -117,6 +117,7 @@ Detection detect_knn_vote(const Comm& comm, RowShare& f, int64_t n, const int32_
     wait_all(sends);
   }
 
+  if (search.lists) *search.lists = idx;
   Detection det;
   det.method = "knn";
   // The report shows this: say when the neighbours were searched approximately.
