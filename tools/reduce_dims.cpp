@@ -20,8 +20,8 @@ int main(int argc, char** argv) {
   };
   return sieve::run_tool(argc, argv, spec, flags, [](sieve::ToolContext& ctx) {
     auto paths = sieve::run_paths(ctx.cfg);
-    std::string in = ctx.has_flag("input") ? ctx.flag("input") : paths.features();
-    std::string out = ctx.has_flag("output") ? ctx.flag("output") : paths.embedding();
+    std::string in = ctx.path_flag("input", paths.features());
+    std::string out = ctx.path_flag("output", paths.embedding());
     sieve::embed::reduce_dims(ctx.comm, ctx.cfg, in, out, ctx.overwrite);
   });
 }

@@ -20,11 +20,11 @@ int main(int argc, char** argv) {
   };
   return sieve::run_tool(argc, argv, spec, flags, [](sieve::ToolContext& ctx) {
     sieve::RunPaths paths = sieve::run_paths(ctx.cfg);
-    if (ctx.has_flag("run-dir")) paths.dir = ctx.flag("run-dir");
+    paths.dir = ctx.path_flag("run-dir", paths.dir);
     sieve::report::ReportOptions o;
     o.run_dir = paths.dir;
-    o.sweep_dir = ctx.has_flag("sweep-dir") ? ctx.flag("sweep-dir") : paths.sweep_dir();
-    o.output = ctx.has_flag("output") ? ctx.flag("output") : paths.report_dir();
+    o.sweep_dir = ctx.path_flag("sweep-dir", paths.sweep_dir());
+    o.output = ctx.path_flag("output", paths.report_dir());
     o.overwrite = ctx.overwrite;
     sieve::report::make_report(ctx.cfg, o, ctx.comm);
   });

@@ -148,21 +148,15 @@ struct FilterRun {
 void resolve_paths(FilterRun& r) {
   ToolContext& ctx = r.ctx;
   const RunPaths paths = run_paths(ctx.cfg);
-  auto path_flag = [&](const char* name, const std::string& def, bool must_exist) {
-    std::string v = ctx.flag(name);
-    if (!v.empty() && must_exist && !std::filesystem::exists(v))
-      throw UsageError(cat("--", name, " ", v, ": no such file"));
-    return v.empty() ? def : v;
-  };
   auto if_exists = [](const std::string& p) { return std::filesystem::exists(p) ? p : ""; };
-  r.input = path_flag("input", paths.embedding(), false);
-  r.output = path_flag("output", paths.filter(), false);
+  r.input = ctx.path_flag("input", paths.embedding());
+  r.output = ctx.path_flag("output", paths.filter());
   r.dataset = ctx.has_flag("input-dataset") ? ctx.flag("input-dataset")
                                             : ctx.cfg.get_string("filter.input_dataset");
   if (r.dataset.empty() || r.dataset[0] != '/') r.dataset = "/" + r.dataset;
-  r.truth = path_flag("truth", if_exists(paths.dataset()), true);
-  r.features = path_flag("features", if_exists(paths.features()), true);
-  r.dynamics_file = path_flag("dynamics", if_exists(paths.dynamics()), true);
+  r.truth = ctx.path_flag("truth", if_exists(paths.dataset()), true);
+  r.features = ctx.path_flag("features", if_exists(paths.features()), true);
+  r.dynamics_file = ctx.path_flag("dynamics", if_exists(paths.dynamics()), true);
   r.knn_k = int(ctx.cfg.get_int("filter.knn.k"));
   r.knn_threshold = ctx.cfg.get_float("filter.knn.threshold");
   r.max_flagged = ctx.cfg.get_float("filter.max_flagged");

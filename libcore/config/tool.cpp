@@ -29,6 +29,14 @@ std::string ToolContext::flag(const std::string& name) const {
   return flags[name].as<std::string>();
 }
 
+std::string ToolContext::path_flag(const std::string& name, const std::string& def,
+                                   bool must_exist) const {
+  std::string v = flag(name);
+  if (v.empty()) return def;
+  if (must_exist && !fs::exists(v)) throw UsageError(cat("--", name, " ", v, ": no such file"));
+  return v;
+}
+
 namespace {
 
 // OpenMPI refuses to run as root unless told it may; the scripts set these for mpirun,

@@ -45,6 +45,11 @@ struct ToolContext {
   bool overwrite = false;
   // Value of a tool flag, or "" when absent.
   std::string flag(const std::string& name) const;
+  // A path flag: its value, or `def` when it is absent or empty (the defaults come from
+  // run_paths(cfg)). With `must_exist`, a given path that does not exist is a usage error
+  // (`--NAME PATH: no such file`); a default is the caller's to check, as it may be absent.
+  std::string path_flag(const std::string& name, const std::string& def,
+                        bool must_exist = false) const;
   bool has_flag(const std::string& name) const { return flags.count(name) > 0; }
 };
 

@@ -36,7 +36,7 @@ void run_shard_dataset(ToolContext& ctx) {
   std::string input = ctx.flag("input");
   if (!input.empty()) ctx.cfg.set("data.path", YAML::Node(input), "--input");
   WriteOptions opt;
-  opt.output = ctx.has_flag("output") ? ctx.flag("output") : run_paths(ctx.cfg).dataset();
+  opt.output = ctx.path_flag("output", run_paths(ctx.cfg).dataset());
   opt.shards = int(ctx.cfg.get_int("data.shards"));
   opt.chunk_rows = ctx.cfg.get_int("data.chunk_samples");
   opt.overwrite = ctx.overwrite;
@@ -45,7 +45,7 @@ void run_shard_dataset(ToolContext& ctx) {
 
   // The default output lives in run.dir, which the first stage creates; an explicit
   // --output must name an existing directory.
-  if (!ctx.has_flag("output"))
+  if (ctx.flag("output").empty())
     on_root_agreed(comm, [&] {
       std::error_code ec;
       cleanup::make_dirs(run_paths(ctx.cfg).dir, ec);  // recorded: removed again if it fails
