@@ -85,11 +85,7 @@ void forward_block(nn::Model& m, const SplitData& d, const DatasetMeta& meta, in
 
 void extract_features_main(ToolContext& ctx) {
   const RunPaths rp = run_paths(ctx.cfg);
-  auto flag_or = [&](const char* f, const std::string& def) {
-    std::string v = ctx.flag(f);
-    return v.empty() ? def : v;
-  };
-  const std::string dataset = flag_or("dataset", rp.dataset());
+  const std::string dataset = ctx.path_flag("dataset", rp.dataset());
   std::string model_path = ctx.flag("model");
   std::string model_choice = "--model";
   if (model_path.empty()) {
@@ -112,7 +108,7 @@ void extract_features_main(ToolContext& ctx) {
     check_same_run({(mp.parent_path() / (base + ".h5")).string(),
                     (mp.parent_path() / (base + "_early.h5")).string()});
   }
-  const std::string output = flag_or("output", rp.features());
+  const std::string output = ctx.path_flag("output", rp.features());
   const int64_t batch = ctx.cfg.get_int("features.batch");
   AtomicOutput out(output, ctx.overwrite, ctx.comm);
   check_resolved_config_path(config_sidecar_path(output));

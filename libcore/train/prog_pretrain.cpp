@@ -80,11 +80,6 @@ void make_output_dir(const ToolContext& ctx, const fs::path& dir, int levels) {
   if (!err.empty()) throw CollectiveError(err);
 }
 
-std::string flag_or(const ToolContext& ctx, const std::string& name, const std::string& def) {
-  std::string v = ctx.flag(name);
-  return v.empty() ? def : v;
-}
-
 std::vector<int64_t> all_indices(int64_t n) {
   std::vector<int64_t> v(static_cast<size_t>(n));
   for (int64_t i = 0; i < n; ++i) v[size_t(i)] = i;
@@ -104,8 +99,8 @@ void add_pretrain_flags(po::options_description& d) {
 
 void pretrain_main(ToolContext& ctx) {
   const RunPaths rp = run_paths(ctx.cfg);
-  const std::string dataset = flag_or(ctx, "dataset", rp.dataset());
-  const std::string output = flag_or(ctx, "output", rp.model());
+  const std::string dataset = ctx.path_flag("dataset", rp.dataset());
+  const std::string output = ctx.path_flag("output", rp.model());
   const bool resume = ctx.has_flag("resume");
   std::string dir = fs::path(output).parent_path().string();
   if (dir.empty()) dir = ".";
@@ -312,7 +307,7 @@ void check_sweep_batches(const ToolContext& ctx, const Sweep& sweep) {
     const RunPaths rp = run_paths(cfg);
     const std::string arm = cfg.get_string("scaled.arm");
     if (!arm_samples.count(arm)) {
-      const std::string dataset = flag_or(ctx, "dataset", rp.dataset());
+      const std::string dataset = ctx.path_flag("dataset", rp.dataset());
       if (!ds) {
         ds = std::make_unique<data::DatasetFile>(data::DatasetFile::open(dataset));
         ids = ds->sample_ids(data::Split::Train);
@@ -321,7 +316,7 @@ void check_sweep_batches(const ToolContext& ctx, const Sweep& sweep) {
       const JoinTarget target{dataset, ds->fingerprint(), ids, labels};
       arm_samples[arm] =
           arm == "full" ? int64_t(ids.size())
-                        : int64_t(read_keep_indices(flag_or(ctx, "filter", rp.filter()),
+                        : int64_t(read_keep_indices(ctx.path_flag("filter", rp.filter()),
                                                     arm == "filtered" ? "keep" : "random_keep",
                                                     target)
                                       .size());
@@ -337,9 +332,9 @@ void check_sweep_batches(const ToolContext& ctx, const Sweep& sweep) {
 void run_sweep_point(ToolContext& ctx, const Sweep& sweep, int64_t index) {
   Config cfg = sweep.apply(ctx.cfg, index);
   const RunPaths rp = run_paths(cfg);
-  const std::string dataset = flag_or(ctx, "dataset", rp.dataset());
-  const std::string filter = flag_or(ctx, "filter", rp.filter());
-  const std::string run_dir = cat(flag_or(ctx, "sweep-dir", rp.sweep_dir()), "/run-", index);
+  const std::string dataset = ctx.path_flag("dataset", rp.dataset());
+  const std::string filter = ctx.path_flag("filter", rp.filter());
+  const std::string run_dir = cat(ctx.path_flag("sweep-dir", rp.sweep_dir()), "/run-", index);
   const std::string result_path = run_dir + "/result.json";
   bool resume = ctx.has_flag("resume");
   // A finished run has nothing to continue: --resume over a range of the sweep (an
