@@ -6,6 +6,7 @@
 #include <cstring>
 #include <map>
 
+#include "config/config.hpp"
 #include "nn/backend.hpp"
 #include "nn/models_impl.hpp"
 #include "util/error.hpp"
@@ -180,6 +181,16 @@ std::unique_ptr<Model> make_model(const ModelSpec& spec) {
   if (spec.arch.starts_with("resnet")) return make_resnet(spec);
   throw UsageError(cat("model arch '", spec.arch,
                        "': expected mlp, resnet18, resnet34, resnet50, resnet101 or resnet152"));
+}
+
+ModelSpec model_spec_from(const Config& cfg, const std::string& section) {
+  ModelSpec spec;
+  spec.arch = cfg.get_string(section + ".model.arch");
+  spec.width = cfg.get_float(section + ".model.width");
+  spec.stem = cfg.get_string(section + ".model.stem");
+  spec.mlp_hidden.clear();
+  for (auto h : cfg.get_int_list(section + ".model.hidden")) spec.mlp_hidden.push_back(int(h));
+  return spec;
 }
 
 }  // namespace sieve::nn

@@ -33,6 +33,10 @@
 #include "nn/tensor.hpp"
 #include "util/trace.hpp"
 
+namespace sieve {
+class Config;
+}
+
 namespace sieve::nn {
 
 class Backend;
@@ -54,6 +58,13 @@ struct ModelSpec {
   DType dtype = DType::f32;     // activation dtype (bf16: mixed precision, fp32 master
                                 // weights); resolve_precision() maps the config's precision
 };
+
+// The architecture keys of a training section (`<section>.model.arch`, `.width`, `.stem`,
+// `.hidden`; section "pretrain" or "train"), the one reading of them for the trainer and the
+// report's estimates. The rest of the spec stays the caller's: the input shape and classes
+// come from the dataset, backend and dtype from `<section>.backend` and `.precision` (the
+// estimates build on the host whatever the run's backend).
+ModelSpec model_spec_from(const Config& cfg, const std::string& section);
 
 // One named parameter inside the flat params()/grads() buffers.
 struct ParamInfo {

@@ -99,12 +99,7 @@ namespace {
 
 nn::ModelSpec spec_from(const Config& cfg, const std::string& s, const std::vector<int64_t>& shape,
                         int64_t num_classes) {
-  nn::ModelSpec spec;
-  spec.arch = cfg.get_string(s + ".model.arch");
-  spec.width = cfg.get_float(s + ".model.width");
-  spec.stem = cfg.get_string(s + ".model.stem");
-  spec.mlp_hidden.clear();
-  for (auto h : cfg.get_int_list(s + ".model.hidden")) spec.mlp_hidden.push_back(int(h));
+  nn::ModelSpec spec = nn::model_spec_from(cfg, s);
   spec.num_classes = int(num_classes);
   if (shape.size() == 3) {  // [H, W, C]
     spec.in_height = int(shape[0]);

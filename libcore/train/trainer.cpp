@@ -54,11 +54,7 @@ void exit_for_requeue(const Comm& comm, const std::string& checkpoint) {
 
 TrainOptions read_train_options(const Config& cfg, const std::string& p) {
   TrainOptions o;
-  o.spec.arch = cfg.get_string(p + ".model.arch");
-  o.spec.width = cfg.get_float(p + ".model.width");
-  o.spec.stem = cfg.get_string(p + ".model.stem");
-  o.spec.mlp_hidden.clear();
-  for (auto h : cfg.get_int_list(p + ".model.hidden")) o.spec.mlp_hidden.push_back(int(h));
+  o.spec = nn::model_spec_from(cfg, p);
   o.spec.backend = cfg.get_string(p + ".backend");
   std::string note;
   o.spec.dtype = nn::resolve_precision(cfg.get_string(p + ".precision"), o.spec.backend,
