@@ -13,6 +13,7 @@
 #include "io/metrics.hpp"
 #include "support/test_util.hpp"
 #include "test_train_util.hpp"
+#include "train/checkpoint.hpp"
 #include "train/holdout.hpp"
 
 using namespace sieve;
@@ -181,4 +182,54 @@ TEST(TrainCrossfit, PretrainWritesFoldModelsAndFeaturesAreOutOfFold) {
   EXPECT_FALSE(fs::exists(p + "model_folds.json"));
   EXPECT_FALSE(fs::exists(p + "metrics_fold1.jsonl"));
   EXPECT_TRUE(fs::exists(p + "model.h5"));
+}
+
+// Killed (kill -9) inside fold 0 and resumed: the fold models come out as an uninterrupted
+// run's, and the main model's training dynamics, written before the folds, are kept.
+TEST(TrainCrossfit, KilledInAFoldResumesToTheSameModels) {
+  // holdout 0.5: the main model trains 32 samples (2 steps per epoch, 4 in all), each fold
+  // model 48 (3 per epoch): step 5 is reached only inside fold 0.
+  auto run = [&](const std::string& d, const std::string& env, const std::string& extra, int* rc) {
+    std::string out;
+    *rc = test::run_command(
+        cat(env, " ", test::tool_path("pretrain"), " --set run.dir=", d,
+            " --set pretrain.model.arch=resnet18 --set pretrain.model.width=0.125",
+            " --set pretrain.epochs=2 --set pretrain.global_batch=16 --set pretrain.holdout=0.5",
+            " --set pretrain.checkpoint.every_steps=1 --set pretrain.checkpoint.keep=3",
+            " --set pretrain.optimizer.lr=0.05 --set pretrain.folds=4", extra),
+        &out);
+    return out;
+  };
+  const std::string a = test::scratch_dir("train_crossfit_whole");
+  const std::string b = test::scratch_dir("train_crossfit_killed");
+  for (const auto& d : {a, b}) test::write_image_dataset(d + "/dataset.h5", 64, 16, 4);
+  int rc = 0;
+  std::string out = run(a, "", "", &rc);
+  ASSERT_EQ(rc, 0) << out;
+  out = run(b, "SIEVE_DEBUG_KILL_STEP=5", "", &rc);
+  ASSERT_EQ(rc, 128 + 9) << out;
+  EXPECT_FALSE(fs::exists(b + "/pretrain/model.h5"));
+  EXPECT_NE(out.find("fold 1 of 4"), std::string::npos) << out;
+  out = run(b, "", " --resume", &rc);
+  ASSERT_EQ(rc, 0) << out;
+  auto weights = [](const std::string& path) {
+    auto m = load_model(path);
+    return std::vector<float>(m->params(), m->params() + m->num_params());
+  };
+  for (int k = 0; k < 4; ++k)
+    for (bool early : {false, true}) {
+      const std::string name = cat("/pretrain/model_fold", k, early ? "_early.h5" : ".h5");
+      EXPECT_EQ(weights(a + name), weights(b + name)) << name;
+    }
+  EXPECT_EQ(weights(a + "/pretrain/model.h5"), weights(b + "/pretrain/model.h5"));
+  const auto ma = h5::File::open(a + "/pretrain/dynamics.h5").read_all<float>("/margin");
+  const auto mb = h5::File::open(b + "/pretrain/dynamics.h5").read_all<float>("/margin");
+  ASSERT_EQ(ma.size(), mb.size());
+  int64_t recorded = 0;
+  for (size_t i = 0; i < ma.size(); ++i) {
+    if (std::isnan(ma[i])) continue;
+    ++recorded;
+    EXPECT_EQ(ma[i], mb[i]) << i;
+  }
+  EXPECT_GT(recorded, 0);
 }
