@@ -9,6 +9,7 @@
 #include "io/metrics.hpp"
 #include "train/checkpoint.hpp"
 #include "train/holdout.hpp"
+#include "util/error.hpp"
 #include "util/log.hpp"
 
 namespace fs = std::filesystem;

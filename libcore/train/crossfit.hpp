@@ -21,7 +21,6 @@
 #include <vector>
 
 #include "comm/comm.hpp"
-#include "config/tool.hpp"
 #include "data/dataset_file.hpp"
 #include "io/lineage.hpp"
 #include "io/output_set.hpp"
