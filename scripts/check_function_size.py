@@ -25,7 +25,7 @@ import sys
 # Split one into named phases and remove its line; never add one.
 ALLOWED = {
     "libcore/cluster/filter.cpp:run_filter": 124,
-    "libcore/config/tool.cpp:run_tool": 154,
+    "libcore/run/tool.cpp:run_tool": 154,
     "libcore/embed/reduce.cpp:reduce_dims": 262,
     "libcore/train/prog_features.cpp:extract_features_main": 141,
     "libcore/train/prog_pretrain.cpp:run_sweep_point": 149,

@@ -1,7 +1,7 @@
 // reduce_dims: features -> distributed PCA -> t-SNE (2-D/3-D) -> embedding file.
 // The work lives in libcore/embed (reduce.hpp); see docs/embed.md.
 #include "config/sections.hpp"
-#include "config/tool.hpp"
+#include "run/tool.hpp"
 #include "embed/reduce.hpp"
 
 int main(int argc, char** argv) {

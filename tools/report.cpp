@@ -2,7 +2,7 @@
 // the CSV behind each figure, an interactive t-SNE page and a-priori scaling estimates.
 #include "report/report.hpp"
 #include "config/sections.hpp"
-#include "config/tool.hpp"
+#include "run/tool.hpp"
 
 int main(int argc, char** argv) {
   sieve::ToolSpec spec{

@@ -3,7 +3,7 @@
 // writing in parallel.
 #include <cstdlib>
 
-#include "config/tool.hpp"
+#include "run/tool.hpp"
 #include "data/shard.hpp"
 
 int main(int argc, char** argv) {

@@ -13,7 +13,7 @@
 // whole on every rank; rank 0 writes the file (inputs.hpp, docs/cluster.md "Ranks and
 // memory").
 #pragma once
-#include "config/tool.hpp"
+#include "run/tool.hpp"
 
 namespace sieve::cluster {
 

@@ -1,6 +1,6 @@
 // The shard_dataset program (tools/shard_dataset.cpp is a thin main around this).
 #pragma once
-#include "config/tool.hpp"
+#include "run/tool.hpp"
 
 namespace sieve::data {
 

@@ -1,7 +1,7 @@
 // The bodies of the training programs (tools/pretrain.cpp, tools/extract_features.cpp,
 // tools/train_scaled.cpp are thin mains over these). CLI and recipe: docs/training.md.
 #pragma once
-#include "config/tool.hpp"
+#include "run/tool.hpp"
 
 namespace sieve::train {
 

@@ -1,4 +1,4 @@
-#include "config/tool.hpp"
+#include "run/tool.hpp"
 
 #include <omp.h>
 
