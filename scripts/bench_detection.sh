@@ -3,13 +3,16 @@
 # average precision, AUROC, flagged vs true count, the confident joint's estimate, and the
 # time of each stage. Natural configs, no per-cell tuning (docs/detection.md has the table).
 #
-#   scripts/bench_detection.sh [--out DIR] [--cells "DATA:KIND:RATE ..."] [--set key=value ...]
+#   scripts/bench_detection.sh [--out DIR] [--cells "DATA:KIND:RATE ..."] [--ceiling] [--set key=value ...]
 #
 # DATA: fmnist12k (the first 12,000 Fashion-MNIST training images and all 10,000 test images,
 #       configs/fashion_mnist.yaml at width 1/8, 12 epochs), fmnist (all 60,000, same recipe),
 #       quickstart (configs/quickstart.yaml's synthetic images, its own noise switched off).
 # KIND: symmetric | pairwise | instance (data.label_noise.kind); RATE: 0.1, 0.2, 0.4 ...
 # Default cells: fmnist12k at 20 % of each kind, and quickstart pairwise 20 %.
+# --ceiling: per cell, also what any detector could reach: the same network trained on the
+#   clean labels of the samples that were not flipped, asked about the flipped ones (which it
+#   never saw): the share of them for which it prefers the true label over the given one.
 # Output: DIR (default bench-out/detection)/<cell>/ (the run directory and logs) and
 # DIR/table.md. Needs the build (scripts/test.sh or cmake --build build) and the
 # dataset-fashion-mnist package for the fmnist cells.
@@ -19,12 +22,14 @@ root="$(cd "$(dirname "$0")/.." && pwd)"
 out="$root/bench-out/detection"
 cells="fmnist12k:symmetric:0.2 fmnist12k:pairwise:0.2 fmnist12k:instance:0.2 quickstart:pairwise:0.2"
 extra=()
+ceiling=0
 while [ $# -gt 0 ]; do
   case "$1" in
     --out) out="$2"; shift 2 ;;
     --cells) cells="$2"; shift 2 ;;
     --set) extra+=(--set "$2"); shift 2 ;;
-    -h|--help) sed -n '2,16p' "$0"; exit 0 ;;
+    --ceiling) ceiling=1; shift ;;
+    -h|--help) sed -n '2,19p' "$0"; exit 0 ;;
     *) echo "bench_detection: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -63,6 +68,52 @@ for stem, cut in (("train-images-idx3-ubyte", n), ("train-labels-idx1-ubyte", n)
 EOF
 }
 
+# The ceiling (--ceiling): DIR/ceiling/dataset.h5 keeps the unflipped training samples and
+# makes the flipped ones, with their true labels, its test split; the same pretrain recipe
+# and extract_features run on it; then each flipped sample's probabilities are read.
+ceiling_of() {  # ceiling_of CELL_DIR DATA "KIND RATE"
+  local c="$1/ceiling"
+  mkdir -p "$c"
+  /usr/bin/python3 - "$1/dataset.h5" "$c/dataset.h5" <<'EOF'
+import sys, h5py
+src, dst = h5py.File(sys.argv[1], "r"), h5py.File(sys.argv[2], "w")
+flip = src["/train/noise_truth"][:].astype(bool)
+for k, v in src.attrs.items():
+    dst.attrs[k] = v
+for name in src["/train"]:
+    a = src["/train/" + name][:]
+    if name == "labels":
+        a = src["/train/clean_labels"][:]
+    if name in ("noise_truth", "noise_kind"):
+        a = a * 0
+    dst["/train/" + name] = a[~flip]
+    dst["/test/" + name] = a[flip]
+dst.attrs["fingerprint"] = "ceiling-" + str(src.attrs["fingerprint"])
+dst.attrs["num_train"], dst.attrs["num_test"] = int((~flip).sum()), int(flip.sum())
+dst.attrs["label_noise_count"] = 0
+dst.attrs["label_noise_injected"] = 0
+dst.attrs["description"] = "ceiling: the unflipped training samples; the flipped ones as test"
+dst.close()
+EOF
+  local stage
+  for stage in pretrain extract_features; do
+    "$tools/$stage" "${sets[@]}" --set run.dir="$c" >"$c/$stage.log" 2>&1 ||
+      { echo "bench_detection: ceiling of $1: $stage failed; log: $c/$stage.log" >&2; return 1; }
+  done
+  /usr/bin/python3 - "$1/dataset.h5" "$c/features.h5" "$2" "$3" >>"$out/ceiling.md" <<'EOF'
+import sys, h5py, numpy as np
+d, f = h5py.File(sys.argv[1], "r"), h5py.File(sys.argv[2], "r")
+flip = d["/train/noise_truth"][:].astype(bool)
+ids = d["/train/sample_id"][:][flip]
+given = dict(zip(ids, d["/train/labels"][:][flip]))
+true = dict(zip(ids, d["/train/clean_labels"][:][flip]))
+p, fid = f["/test/probs"][:], f["/test/sample_id"][:]
+prefer = np.mean([p[r, true[i]] > p[r, given[i]] for r, i in enumerate(fid)])
+print(f"| {sys.argv[3]} | {sys.argv[4]} | {len(fid)} | {100 * prefer:.1f} % |")
+EOF
+}
+
+rm -f "$out/ceiling.md"
 printf '| data | noise | detector | flagged | true | estimated | precision | recall | F1 | AP | AUROC |\n' >"$out/table.md"
 printf '|---|---|---|---|---|---|---|---|---|---|---|\n' >>"$out/table.md"
 for cell in $cells; do
@@ -94,6 +145,7 @@ for cell in $cells; do
     times+=("$stage $(printf '%.0f' "$(echo "$(date +%s.%N) - $t0" | bc)") s")
   done
   echo "bench_detection: $cell: ${times[*]}"
+  if [ "$ceiling" = 1 ]; then ceiling_of "$dir" "$data" "$kind $rate"; fi
   /usr/bin/python3 - "$dir/filter.h5" "$data" "$kind $rate" >>"$out/table.md" <<'EOF'
 import sys, h5py
 f = h5py.File(sys.argv[1], "r")
@@ -108,4 +160,8 @@ for name in f["/detectors"]:
           f"{a['auroc']:.3f} |")
 EOF
 done
+if [ -s "$out/ceiling.md" ]; then
+  printf '\n| data | noise | flipped | clean model prefers the true label |\n|---|---|---|---|\n' >>"$out/table.md"
+  cat "$out/ceiling.md" >>"$out/table.md"
+fi
 cat "$out/table.md"

@@ -51,6 +51,18 @@ std::vector<uint8_t> flag_top_per_class(const std::vector<float>& score, const i
   return flag;
 }
 
+std::vector<int64_t> combined_counts(const std::vector<int64_t>& estimate,
+                                     const std::vector<uint8_t>& vote_flag, const int32_t* labels) {
+  std::vector<int64_t> voted(estimate.size(), 0);
+  for (size_t i = 0; i < vote_flag.size(); ++i) {
+    SIEVE_ASSERT(labels[i] >= 0 && size_t(labels[i]) < estimate.size(), "combined_counts: label ",
+                 labels[i], " outside the ", estimate.size(), " classes");
+    voted[size_t(labels[i])] += vote_flag[i] != 0;
+  }
+  for (size_t c = 0; c < voted.size(); ++c) voted[c] = std::max(voted[c], estimate[c]);
+  return voted;
+}
+
 namespace {
 
 // Normalised ranks of one score: ascending order, tied values share their mean rank; the

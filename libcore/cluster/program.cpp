@@ -117,7 +117,8 @@ struct FilterRun {
   FilterResult clustered;  // of the chosen cluster method, or of the dbscan reference
   bool have_clusters = false;
   NoiseEstimate estimate;
-  std::vector<int32_t> suggested;  // the model's most likely class; -1 without probabilities
+  std::vector<int64_t> flag_counts;  // per class, what the calibrated decisions flag
+  std::vector<int32_t> suggested;    // the model's most likely class; -1 without probabilities
   bool had_probs = false;
 
   explicit FilterRun(ToolContext& c) : ctx(c), opt(filter_options(c.cfg)) {}
@@ -259,9 +260,14 @@ void run_feature_detectors(FilterRun& r) {
 }
 
 // The training-dynamics detector and the consensus of the scores, both flagging per class as
-// many as the noise estimate says.
+// many as the noise estimate says, or the knn vote where it flags more (combined_counts).
 void run_ranked_detectors(FilterRun& r) {
   const DetectorInfo& consensus = detector("consensus");
+  if (!r.estimate.empty()) {
+    const Detection* knn = r.find("knn");
+    r.flag_counts = knn ? combined_counts(r.estimate.per_class, knn->flag, r.in.labels.data())
+                        : r.estimate.per_class;
+  }
   // Training dynamics: the negated area under the margin (NaN: never trained, i.e. held out).
   std::vector<float> neg_aum;
   if (!r.dynamics_file.empty() && (r.runs(detector("dynamics")) || r.runs(consensus))) {
@@ -282,7 +288,7 @@ void run_ranked_detectors(FilterRun& r) {
     for (auto& v : d.score)
       if (std::isnan(v)) v = median;
     if (!r.estimate.empty()) {
-      d.flag = flag_top_per_class(d.score, r.in.labels.data(), r.estimate.per_class);
+      d.flag = flag_top_per_class(d.score, r.in.labels.data(), r.flag_counts);
     } else {
       d.flag.resize(d.score.size());
       for (size_t i = 0; i < d.score.size(); ++i) d.flag[i] = d.score[i] > 0;  // AUM < 0
@@ -297,13 +303,17 @@ void run_ranked_detectors(FilterRun& r) {
                                                      &r.find("confident")->score};
     if (!neg_aum.empty()) scores.push_back(&neg_aum);
     d.score = rank_average(scores);
-    d.flag = flag_top_per_class(d.score, r.in.labels.data(), r.estimate.per_class);
+    d.flag = flag_top_per_class(d.score, r.in.labels.data(), r.flag_counts);
     r.dets.push_back(std::move(d));
   }
   if (!r.estimate.empty()) {
     log::infof("estimated wrong labels (confident joint): ", r.estimate.total(), " of ", r.in.n,
                " (", 100.0 * double(r.estimate.total()) / double(r.in.n), " %)",
                r.truth_flags.empty() ? std::string() : cat("; ground truth: ", r.true_count));
+    int64_t flag_total = 0;
+    for (auto c : r.flag_counts) flag_total += c;
+    log::infof("calibrated decisions flag ", flag_total,
+               " (per class the larger of that estimate and the knn vote's count)");
   }
 }
 
@@ -393,6 +403,11 @@ void write_noise_estimate(h5::File& f, const FilterRun& r) {
                             {hsize_t(e.classes), hsize_t(e.classes)});
   f.write_rows<int64_t>("/noise_estimate/confident_joint", 0, size_t(e.classes), e.joint.data());
   f.set_attr("/noise_estimate", "total", e.total());
+  // What the calibrated detectors flagged per class (the estimate, or the knn vote's count).
+  put(f, "/noise_estimate/flag_counts", r.flag_counts);
+  int64_t flag_total = 0;
+  for (auto c : r.flag_counts) flag_total += c;
+  f.set_attr("/noise_estimate", "flag_total", flag_total);
   if (!r.truth_flags.empty()) f.set_attr("/noise_estimate", "truth", r.true_count);
 }
 

@@ -80,6 +80,16 @@ TEST(ClusterCalibrate, TopPerClassCountsClampAndTiesGoToTheLowerRow) {
   EXPECT_THROW(flag_top_per_class(score, labels.data(), {1}), Error);  // label 1 has no count
 }
 
+TEST(ClusterCalibrate, CombinedCountsTakeTheLargerPerClass) {
+  // Class 0: the estimate says 2, the vote flags 1 -> 2. Class 1: the estimate says 0 (the
+  // outliers it cannot place), the vote flags 2 -> 2. Class 2: neither -> 0.
+  const std::vector<int32_t> labels = {0, 0, 0, 1, 1, 1, 2};
+  const std::vector<uint8_t> vote = {1, 0, 0, 1, 1, 0, 0};
+  EXPECT_EQ(combined_counts({2, 0, 0}, vote, labels.data()), (std::vector<int64_t>{2, 2, 0}));
+  EXPECT_EQ(combined_counts({0, 3, 1}, vote, labels.data()), (std::vector<int64_t>{1, 3, 1}));
+  EXPECT_THROW(combined_counts({1, 1}, vote, labels.data()), Error);  // label 2 has no count
+}
+
 TEST(ClusterCalibrate, RankAverageWithTiesAndMissingScores) {
   const std::vector<float> a = {1, 2, 2, 4};  // ranks 1, 2.5, 2.5, 4 of 4
   const float nan = std::nanf("");
