@@ -9,8 +9,8 @@
 
 namespace sieve::data {
 
+using ::sieve::hash_combine;
 using ::sieve::mix64;
-inline uint64_t hash_combine(uint64_t a, uint64_t b) { return mix64(a ^ mix64(b + 0x632be59bd9b4e019ULL)); }
 inline uint64_t hash3(uint64_t a, uint64_t b, uint64_t c) { return hash_combine(hash_combine(a, b), c); }
 
 // A small, fast generator (SplitMix64 stream) seeded from a hash.

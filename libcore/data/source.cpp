@@ -2,6 +2,7 @@
 
 #include <climits>
 
+#include "config/seeds.hpp"
 #include "data/label_noise.hpp"
 #include "data/rng.hpp"
 #include "data/synthetic.hpp"
@@ -67,7 +68,7 @@ void Source::produce_labels(Split split, int64_t row0, int64_t count, const Rows
 uint64_t data_seed(const Config& cfg) {
   int64_t s = cfg.get_int("data.seed");
   if (s >= 0) return uint64_t(s);
-  return hash_combine(uint64_t(cfg.get_int("run.seed")), 0x64617461 /* "data" */);
+  return derived_seed(cfg, SeedFor::data);
 }
 
 SyntheticSpec synthetic_spec(const Config& cfg) {

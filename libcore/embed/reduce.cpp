@@ -6,6 +6,7 @@
 #include <limits>
 #include <map>
 
+#include "config/seeds.hpp"
 #include "embed/pca.hpp"
 #include "embed/quality.hpp"
 #include "embed/tsne.hpp"
@@ -79,7 +80,7 @@ void reduce_dims(const Comm& comm, const Config& cfg, const std::string& input,
   opt.max_step_norm = cfg.get_float("embed.tsne.max_step_norm");
   opt.theta = cfg.get_float("embed.tsne.theta");
   opt.pca_init = cfg.get_string("embed.tsne.init") == "pca";
-  opt.seed = uint64_t(cfg.get_int("run.seed")) * 0x9E3779B97F4A7C15ull + 0xE3BEDull;
+  opt.seed = derived_seed(cfg, SeedFor::embedding);
   opt.progress_every = int(cfg.get_int("embed.tsne.progress_every"));
   opt.knn = parse_knn_method(cfg.get_string("embed.tsne.knn"));
   const std::string locality = cfg.get_string("embed.tsne.locality_order");

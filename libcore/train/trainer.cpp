@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "comm/trace_gather.hpp"
+#include "config/seeds.hpp"
 #include "nn/backend.hpp"
 #include "util/log.hpp"
 #include "util/trace.hpp"
@@ -63,10 +64,8 @@ TrainOptions read_train_options(const Config& cfg, const std::string& p) {
   o.epochs = cfg.get_int(p + ".epochs");
   o.global_batch = cfg.get_int(p + ".global_batch");
   o.micro_batch = cfg.get_int(p + ".micro_batch");
-  int64_t seed = cfg.get_int(p + ".seed");
-  // Derived seeds stay below 2^31 so they read back as plain integers everywhere (JSON, YAML).
-  o.seed = seed > 0 ? uint64_t(seed)
-                    : 1 + (mix64(uint64_t(cfg.get_int("run.seed")) ^ mix64(p.size())) & 0x7ffffffe);
+  const int64_t seed = cfg.get_int(p + ".seed");
+  o.seed = seed > 0 ? uint64_t(seed) : derived_seed(cfg, SeedFor::training, p);
   o.augment = cfg.get_bool(p + ".augment");
   o.label_smoothing = float(cfg.get_float(p + ".label_smoothing"));
   o.opt.momentum = cfg.get_float(p + ".optimizer.momentum");

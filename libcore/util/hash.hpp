@@ -14,4 +14,9 @@ inline uint64_t mix64(uint64_t z) {
   return z ^ (z >> 31);
 }
 
+// Two values into one hash (the data generator's streams, derived seeds).
+inline uint64_t hash_combine(uint64_t a, uint64_t b) {
+  return mix64(a ^ mix64(b + 0x632be59bd9b4e019ULL));
+}
+
 }  // namespace sieve
