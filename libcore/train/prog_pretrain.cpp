@@ -49,8 +49,9 @@ void prepare_checkpoint_dir(const ToolContext& ctx, const std::string& dir, bool
         for (const auto& e : fs::directory_iterator(dir, ec))
           if (e.path().filename().string().rfind("ckpt-", 0) == 0) fs::remove(e.path(), ec);
       } else {
-        err = cat(dir, ": holds checkpoints of an earlier run (pass --resume to continue it or "
-                       "--overwrite to start over)");
+        err = cat(dir,
+                  ": holds checkpoints of an earlier run (pass --resume to continue it or "
+                  "--overwrite to start over)");
       }
     }
   }
@@ -89,13 +90,35 @@ std::vector<int64_t> all_indices(int64_t n) {
 }  // namespace
 
 void add_pretrain_flags(po::options_description& d) {
-  d.add_options()
-      ("dataset", po::value<std::string>(), "dataset file (default: <run.dir>/dataset.h5)")
-      ("output", po::value<std::string>(),
-       "model file (default: <run.dir>/pretrain/model.h5); metrics.jsonl and checkpoints/ "
-       "go next to it")
-      ("resume", "continue from the newest complete checkpoint (fresh start if none)");
+  d.add_options()("dataset", po::value<std::string>(),
+                  "dataset file (default: <run.dir>/dataset.h5)")(
+      "output", po::value<std::string>(),
+      "model file (default: <run.dir>/pretrain/model.h5); metrics.jsonl and checkpoints/ "
+      "go next to it")("resume",
+                       "continue from the newest complete checkpoint (fresh start if none)");
 }
+
+namespace {
+
+// The rows pretrain trains on and the held-out part whose accuracy peak picks the early
+// model (train/holdout.hpp); with pretrain.holdout 0, every row and no held-out part.
+HoldoutSplit pretrain_split(const TrainInput& data, double holdout, uint64_t seed,
+                            const std::string& dataset) {
+  HoldoutSplit split;
+  if (holdout <= 0) {
+    split.train = all_indices(data.train.n);
+    return split;
+  }
+  split = split_holdout(data.train, holdout, seed ^ 0x686f6c646f7574ULL);
+  SIEVE_CHECK(!split.holdout.empty(), dataset, ": pretrain.holdout=", holdout, " of ", data.train.n,
+              " training samples holds out none; lower it to 0 or use more data");
+  log::info(cat("held out ", split.holdout.size(), " of ", data.train.n,
+                " training samples (pretrain.holdout=", holdout,
+                ") to find the early-learning peak"));
+  return split;
+}
+
+}  // namespace
 
 void pretrain_main(ToolContext& ctx) {
   const RunPaths rp = run_paths(ctx.cfg);
@@ -109,7 +132,8 @@ void pretrain_main(ToolContext& ctx) {
   check_resolved_config_path(config_sidecar_path(output));
   const double holdout = ctx.cfg.get_float("pretrain.holdout");
   // The early model sits next to the final one whatever --output says (model_early.h5).
-  const std::string early = (fs::path(dir) / (fs::path(output).stem().string() + "_early.h5")).string();
+  const std::string early =
+      (fs::path(dir) / (fs::path(output).stem().string() + "_early.h5")).string();
   const std::string early_info = early.substr(0, early.size() - 3) + ".json";
   if (!resume) check_output_path(early, ctx.overwrite, schema::kModel, {dataset});
   check_resolved_config_path(config_sidecar_path(early));
@@ -136,17 +160,7 @@ void pretrain_main(ToolContext& ctx) {
   const FoldPlan fold_plan = plan_folds(data, opt, folds, ckpt_dir);
   for (int k = 0; k < fold_plan.folds; ++k)
     prepare_checkpoint_dir(ctx, cat(ckpt_dir, "/fold", k), resume);
-  HoldoutSplit split;
-  if (holdout > 0) {
-    split = split_holdout(data.train, holdout, opt.seed ^ 0x686f6c646f7574ULL);
-    SIEVE_CHECK(!split.holdout.empty(), dataset, ": pretrain.holdout=", holdout, " of ",
-                data.train.n, " training samples holds out none; lower it to 0 or use more data");
-    log::info(cat("held out ", split.holdout.size(), " of ", data.train.n,
-                  " training samples (pretrain.holdout=", holdout,
-                  ") to find the early-learning peak"));
-  } else {
-    split.train = all_indices(data.train.n);
-  }
+  const HoldoutSplit split = pretrain_split(data, holdout, opt.seed, dataset);
   const lineage::Lineage from{{{dataset, data.meta.fingerprint}}, data.meta.fingerprint, ""};
   const lineage::Lineage from_early{from.inputs, from.dataset_fingerprint, "early"};
   check_global_batch(opt.global_batch, int64_t(split.train.size()), "pretrain.global_batch",
@@ -174,9 +188,8 @@ void pretrain_main(ToolContext& ctx) {
   if (ctx.cfg.get_bool("pretrain.dynamics")) {
     dynamics.emplace(data.train, opt.epochs);
     trainer.set_batch_hook([&](int64_t epoch, const SplitData& d, const std::vector<int64_t>& rows,
-                               const float* logits, int k) {
-      dynamics->record(epoch, d, rows, logits, k);
-    });
+                               const float* logits,
+                               int k) { dynamics->record(epoch, d, rows, logits, k); });
   }
   bool trained_an_epoch = false;
   trainer.set_epoch_hook([&](int64_t epoch, Json& rec) {
@@ -209,11 +222,11 @@ void pretrain_main(ToolContext& ctx) {
   if (fold_plan.folds >= 2)
     train_fold_models(ctx.comm, ctx.cfg.to_yaml(), data, opt, fold_plan, set, stem, resume, from);
   set.commit();
-  log::info(cat("wrote ", output, ": train acc ", r.final_train_acc, ", ",
-                r.final_test_acc < 0 ? std::string("no test split")
-                                     : cat("test acc ", r.final_test_acc),
-                ", ", int64_t(r.images_per_s), " img/s (",
-                int64_t(r.images_per_s_per_rank), " per rank), ", log::format_duration(r.elapsed_s)));
+  log::info(
+      cat("wrote ", output, ": train acc ", r.final_train_acc, ", ",
+          r.final_test_acc < 0 ? std::string("no test split") : cat("test acc ", r.final_test_acc),
+          ", ", int64_t(r.images_per_s), " img/s (", int64_t(r.images_per_s_per_rank),
+          " per rank), ", log::format_duration(r.elapsed_s)));
   if (holdout > 0)
     log::info(cat("wrote ", early, ": the early-learning model, held-out acc ", peak.best(),
                   " at epoch ", peak.best_epoch(), " of ", opt.epochs));
@@ -223,17 +236,19 @@ void pretrain_main(ToolContext& ctx) {
 }
 
 void add_scaled_flags(po::options_description& d) {
-  d.add_options()
-      ("dataset", po::value<std::string>(), "dataset file (default: <run.dir>/dataset.h5)")
-      ("filter", po::value<std::string>(),
-       "filter file for arm filtered/random (default: <run.dir>/filter.h5)")
-      ("sweep-dir", po::value<std::string>(), "output directory (default: <run.dir>/sweep)")
-      ("sweep-index", po::value<std::string>(),
-       "which runs of the scaled.sweep grid: N, A-B (inclusive) or all, run one after the "
-       "other in this process (default: $SLURM_ARRAY_TASK_ID, or 0 for a one-run grid)")
-      ("list-sweep", "print the sweep table (index and values) to stdout and exit")
-      ("sweep-size", "print the number of sweep runs to stdout and exit")
-      ("resume", "continue each run from its newest complete checkpoint (fresh start if none); runs that have a result.json are skipped");
+  d.add_options()("dataset", po::value<std::string>(),
+                  "dataset file (default: <run.dir>/dataset.h5)")(
+      "filter", po::value<std::string>(),
+      "filter file for arm filtered/random (default: <run.dir>/filter.h5)")(
+      "sweep-dir", po::value<std::string>(), "output directory (default: <run.dir>/sweep)")(
+      "sweep-index", po::value<std::string>(),
+      "which runs of the scaled.sweep grid: N, A-B (inclusive) or all, run one after the "
+      "other in this process (default: $SLURM_ARRAY_TASK_ID, or 0 for a one-run grid)")(
+      "list-sweep", "print the sweep table (index and values) to stdout and exit")(
+      "sweep-size", "print the number of sweep runs to stdout and exit")(
+      "resume",
+      "continue each run from its newest complete checkpoint (fresh start if none); runs that have "
+      "a result.json are skipped");
 }
 
 std::vector<int64_t> parse_sweep_indices(const std::string& text, int64_t size);
@@ -315,11 +330,11 @@ void check_sweep_batches(const ToolContext& ctx, const Sweep& sweep) {
       }
       const JoinTarget target{dataset, ds->fingerprint(), ids, labels};
       arm_samples[arm] =
-          arm == "full" ? int64_t(ids.size())
-                        : int64_t(read_keep_indices(ctx.path_flag("filter", rp.filter()),
-                                                    arm == "filtered" ? "keep" : "random_keep",
-                                                    target)
-                                      .size());
+          arm == "full"
+              ? int64_t(ids.size())
+              : int64_t(read_keep_indices(ctx.path_flag("filter", rp.filter()),
+                                          arm == "filtered" ? "keep" : "random_keep", target)
+                            .size());
     }
     check_global_batch(batch, arm_samples[arm],
                        cat("scaled.global_batch (sweep run ", i, ", arm ", arm, ")"),
@@ -373,16 +388,17 @@ void run_sweep_point(ToolContext& ctx, const Sweep& sweep, int64_t index) {
   }
   std::string desc;
   for (auto& [k, v] : sweep.values(index)) desc += cat(" ", k, "=", v);
-  log::info(cat("sweep run ", index, "/", sweep.size(), ":", desc.empty() ? " (base config)" : desc));
+  log::info(
+      cat("sweep run ", index, "/", sweep.size(), ":", desc.empty() ? " (base config)" : desc));
 
   TrainOptions opt = read_train_options(cfg, "scaled");
   const std::string arm = cfg.get_string("scaled.arm");
   TrainInput data = load_train_input(dataset, cfg);
   std::vector<int64_t> active = all_indices(data.train.n);
   if (arm != "full")
-    active = read_keep_indices(filter, arm == "filtered" ? "keep" : "random_keep",
-                               {dataset, data.meta.fingerprint, data.train.sample_id,
-                                data.train.labels});
+    active = read_keep_indices(
+        filter, arm == "filtered" ? "keep" : "random_keep",
+        {dataset, data.meta.fingerprint, data.train.sample_id, data.train.labels});
   log::info(cat("arm ", arm, ": training on ", active.size(), " of ", data.train.n, " samples"));
   Trainer trainer(ctx.comm, opt, make_source(data, active, opt.global_batch, opt.seed, ctx.comm),
                   data.train, eval_split(data, data::Split::Test), data.meta,
@@ -413,8 +429,8 @@ void run_sweep_point(ToolContext& ctx, const Sweep& sweep, int64_t index) {
     diverged = true;
     diverged_step = d.step;
     r = d.partial;
-    log::warn(cat("sweep run ", index, ": ", d.what(), "; recorded as diverged in ",
-                  result_path, " (exit 0)"));
+    log::warn(cat("sweep run ", index, ": ", d.what(), "; recorded as diverged in ", result_path,
+                  " (exit 0)"));
   }
   if (ctx.comm.is_root()) {
     Json j;
@@ -462,9 +478,9 @@ void run_sweep_point(ToolContext& ctx, const Sweep& sweep, int64_t index) {
       // kept under its own name so that nothing reads it as the run's result.
       j["diverged_at_step"] = diverged_step;
       j["last_eval_test_acc"] = r.final_test_acc >= 0 ? Json(r.final_test_acc) : Json(nullptr);
-      for (const char* k : {"final_test_acc", "best_test_acc", "best_epoch", "time_to_best_s",
-                            "final_test_loss", "train_acc", "train_loss", "gen_gap",
-                            "train_acc_clean"})
+      for (const char* k :
+           {"final_test_acc", "best_test_acc", "best_epoch", "time_to_best_s", "final_test_loss",
+            "train_acc", "train_loss", "gen_gap", "train_acc_clean"})
         j[k] = nullptr;
     }
     write_resolved_config(run_dir + "/config.yaml", cfg.to_yaml());
@@ -473,11 +489,10 @@ void run_sweep_point(ToolContext& ctx, const Sweep& sweep, int64_t index) {
   ctx.comm.barrier();
   if (diverged) return;
   log::info(cat("wrote ", result_path, ": ",
-                r.final_test_acc < 0 ? std::string("no test split")
-                                     : cat("test acc ", r.final_test_acc, " (best ",
-                                           r.best_test_acc, ")"),
-                ", train acc ", r.final_train_acc, ", ",
-                int64_t(r.images_per_s), " img/s"));
+                r.final_test_acc < 0
+                    ? std::string("no test split")
+                    : cat("test acc ", r.final_test_acc, " (best ", r.best_test_acc, ")"),
+                ", train acc ", r.final_train_acc, ", ", int64_t(r.images_per_s), " img/s"));
 }
 
 }  // namespace sieve::train
