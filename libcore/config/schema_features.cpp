@@ -13,10 +13,12 @@ void add_features_keys(ConfigSchema& s) {
             0);
   s.add_string("features.backend", "cpu", "compute backend of the forward passes: cpu, cuda or ref",
                {"cpu", "cuda", "ref"});
-  s.add_string("features.precision", "auto",
-               "activation precision of the forward passes: auto (bf16 where native), bf16 or "
-               "fp32 (features are written in fp32 either way)",
-               {"auto", "bf16", "fp32"});
+  s.add_string(
+      "features.precision", "auto",
+      "activation precision of the forward passes: auto (bf16 where native and faster than "
+      "fp32), bf16 or "
+      "fp32 (features are written in fp32 either way)",
+      {"auto", "bf16", "fp32"});
   s.add_string("features.model", "auto",
                "which pretrained model to embed with: early (pretrain/model_early.h5, the "
                "held-out accuracy peak), final (pretrain/model.h5), or auto (early when pretrain "

@@ -24,7 +24,8 @@ void add_trainer_keys(ConfigSchema& s, const std::string& p, const std::string& 
   s.add_string(p + ".precision", "auto",
                "activation precision: bf16 (mixed precision: bf16 convolutions and GEMMs, fp32 "
                "master weights, optimizer and BN statistics), fp32, or auto (bf16 where the "
-               "hardware computes it natively: AVX512-BF16/AMX CPUs, Ampere+ GPUs; else fp32)",
+               "hardware computes it natively and faster than fp32: AMX CPUs, or a one-off "
+               "probe of one convolution on other AVX512-BF16 CPUs; Ampere+ GPUs; else fp32)",
                {"auto", "bf16", "fp32"});
   s.add_int(p + ".epochs", epochs, "training epochs", 1);
   s.add_int(p + ".global_batch", global_batch,

@@ -43,7 +43,7 @@ TEST(TrainPrograms, SmallResnetLearnsSyntheticImagesAndFeaturesAreExtracted) {
 
   out.clear();
   // fp32 pinned: the row-5 check below compares with an fp32 forward (auto is bf16 on CPUs
-  // with native bf16, where that row differs by ~1e-2).
+  // where native bf16 is faster, where that row differs by ~1e-2).
   rc = test::run_command(cat(test::tool_path("extract_features"), " --set run.dir=", d,
                              " --set features.precision=fp32"),
                          &out);
