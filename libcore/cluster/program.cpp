@@ -120,6 +120,7 @@ struct FilterRun {
   std::vector<int64_t> flag_counts;  // per class, what the calibrated decisions flag
   std::vector<int32_t> suggested;    // the model's most likely class; -1 without probabilities
   bool had_probs = false;
+  std::string probs_source;  // in_sample or out_of_fold (cross-fitting); "" for older files
 
   explicit FilterRun(ToolContext& c) : ctx(c), opt(filter_options(c.cfg)) {}
   bool runs(const DetectorInfo& d) const {
@@ -251,6 +252,15 @@ void run_feature_detectors(FilterRun& r) {
   }
   for (auto& v : r.suggested) v -= 1;  // -1: no probabilities
   r.had_probs = fin.probs.width > 0;
+  if (r.had_probs) {
+    // Out-of-fold probabilities (pretrain.folds) move the noise estimate (docs/detection.md):
+    // the log and filter.h5 say which kind the decisions followed.
+    h5::File ff = h5::File::open(r.features);
+    if (ff.has_attr("/", "probs_source")) r.probs_source = ff.attr_string("/", "probs_source");
+    log::infof(
+        "class probabilities of ", r.features, ": ",
+        r.probs_source.empty() ? std::string("in sample (no probs_source)") : r.probs_source);
+  }
   if (want_confident && r.had_probs)
     r.dets.push_back(
         detect_confident(r.ctx.comm, fin.probs, r.in.n, r.in.labels.data(), &r.estimate));
@@ -439,6 +449,7 @@ void write_filter_file(const std::string& path, const FilterRun& r, const Decisi
   f.set_attr("/", "input", r.input);
   f.set_attr("/", "input_dataset", r.dataset);
   f.set_attr("/", "features", r.features);
+  f.set_attr("/", "probs_source", r.probs_source);
   f.set_attr("/", "dynamics", r.dynamics_file);
   if (opt.method == "knn") {
     f.set_attr("/", "knn_k", int64_t(r.knn_k));

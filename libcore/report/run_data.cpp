@@ -63,8 +63,8 @@ int64_t requested_batch(const Json& j, const std::string& path, int64_t actual) 
     } catch (const std::exception&) {
     }
   }
-  throw Error(cat(path, ": field 'sweep/global_batch': expected a positive integer, found ",
-                  gb->dump()));
+  throw Error(
+      cat(path, ": field 'sweep/global_batch': expected a positive integer, found ", gb->dump()));
 }
 
 std::string slurp(const std::string& path) {
@@ -242,7 +242,10 @@ void load_filter(RunData& d) {
       fi.noise_estimate = f.attr_int("/noise_estimate", "total");
     if (f.has_attr("/noise_estimate", "truth"))
       fi.noise_truth = f.attr_int("/noise_estimate", "truth");
+    if (f.has_attr("/noise_estimate", "flag_total"))
+      fi.noise_flag_total = f.attr_int("/noise_estimate", "flag_total");
   }
+  if (f.has_attr("/", "probs_source")) fi.probs_source = f.attr_string("/", "probs_source");
   if (const std::string csv = label_issues_path(fi.path); fs::exists(csv)) fi.label_issues = csv;
   for (size_t k = 0; k < order.size(); ++k) {
     const std::string& m = order[k];
@@ -266,8 +269,10 @@ void load_filter(RunData& d) {
     }
     if (f.exists(g + "/pr")) {
       auto dims = f.require<float>(g + "/pr", 2);
-      SIEVE_CHECK(dims[1] == 3, fi.path, ": ", g, "/pr: expected [points, 3] (threshold, "
-                  "precision, recall), found ", dims[1], " columns");
+      SIEVE_CHECK(dims[1] == 3, fi.path, ": ", g,
+                  "/pr: expected [points, 3] (threshold, "
+                  "precision, recall), found ",
+                  dims[1], " columns");
       di.pr = f.read_all<float>(g + "/pr");
     }
     fi.detectors.push_back(std::move(di));
@@ -390,8 +395,10 @@ RunResult parse_result(const Json& j, const std::string& path) {
   // is missing too (older versions wrote 0.0 there, a number nobody measured).
   if (r.final_test_acc < 0) r.final_test_acc = kNaN;
   if (r.best_test_acc < 0) r.best_test_acc = kNaN;
-  if (std::isnan(r.final_test_acc)) r.gen_gap = kNaN;
-  else if (std::isnan(r.gen_gap)) r.gen_gap = r.train_acc - r.final_test_acc;
+  if (std::isnan(r.final_test_acc))
+    r.gen_gap = kNaN;
+  else if (std::isnan(r.gen_gap))
+    r.gen_gap = r.train_acc - r.final_test_acc;
   return r;
 }
 

@@ -102,7 +102,9 @@ struct FilterInfo {
   double noise_precision = kNaN, noise_recall = kNaN;  // NaN: no ground truth
   // The confident joint's estimate of wrong labels, and the truth's count (-1: absent).
   int64_t noise_estimate = -1, noise_truth = -1;
-  std::string label_issues;  // label_issues.csv beside the filter file ("" if absent)
+  int64_t noise_flag_total = -1;  // what the calibrated decisions flagged (-1: older file)
+  std::string probs_source;       // in_sample / out_of_fold ("" before cross-fitting)
+  std::string label_issues;       // label_issues.csv beside the filter file ("" if absent)
   std::vector<ClassRow> per_class;
   std::vector<int32_t> cluster;  // [N], -1 = noise
   std::vector<uint8_t> keep;     // [N]
@@ -140,7 +142,7 @@ struct RunData {
   FilterInfo filter;
   std::vector<Json> pretrain_metrics;  // pretrain/metrics.jsonl
   std::string pretrain_metrics_path;
-  std::vector<RunResult> runs;  // sorted by index; only results of the current grid
+  std::vector<RunResult> runs;     // sorted by index; only results of the current grid
   std::vector<StaleResult> stale;  // results of an earlier grid or filter, by index
   std::string sweep_dir;
   std::vector<std::string> notes;  // "what is missing" lines for the report

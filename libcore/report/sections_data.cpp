@@ -40,26 +40,31 @@ void detector_comparison(SectionContext& c, const FilterInfo& f) {
   for (const DetectorInfo* d : scored) {
     const std::string chosen = d->method == f.method ? " (used)" : "";
     table.push_back({d->method + chosen, d->inputs, std::to_string(d->flagged),
-                     std::to_string(d->hits), pct(d->precision), pct(d->recall),
-                     fixed(d->f1, 3), fixed(d->average_precision, 3), fixed(d->auroc, 3)});
+                     std::to_string(d->hits), pct(d->precision), pct(d->recall), fixed(d->f1, 3),
+                     fixed(d->average_precision, 3), fixed(d->auroc, 3)});
     csv.push_back({d->method, d->inputs, std::to_string(d->flagged), std::to_string(d->hits),
                    std::to_string(d->truth), fmt(d->precision), fmt(d->recall), fmt(d->f1),
                    fmt(d->average_precision), fmt(d->auroc)});
     for (size_t i = 0; i + 2 < d->pr.size(); i += 3)
       curve.push_back({d->method, fmt(d->pr[i]), fmt(d->pr[i + 1]), fmt(d->pr[i + 2])});
   }
-  c.doc.paragraph(cat(
-      "Every detector on the same ", scored.front()->truth,
-      " noisy samples (ground truth). Precision: share of the flagged samples that are noise; "
-      "recall: share of the noise flagged; average precision: area under the precision-recall "
-      "curve over the detector's score, i.e. how well its ranking would do at any threshold; "
-      "AUROC: the chance that a noisy sample scores above a clean one."));
+  c.doc.paragraph(
+      cat("Every detector on the same ", scored.front()->truth,
+          " noisy samples (ground truth). Precision: share of the flagged samples that are noise; "
+          "recall: share of the noise flagged; average precision: area under the precision-recall "
+          "curve over the detector's score, i.e. how well its ranking would do at any threshold; "
+          "AUROC: the chance that a noisy sample scores above a clean one."));
   if (f.noise_estimate >= 0)
-    c.doc.paragraph(cat("Estimated wrong labels (confident joint, which the calibrated "
-                        "decisions follow): ", f.noise_estimate,
-                        f.noise_truth >= 0 ? cat("; the ground truth has ", f.noise_truth)
-                                           : std::string(),
-                        "."));
+    c.doc.paragraph(cat(
+        "Estimated wrong labels (confident joint",
+        f.probs_source == "out_of_fold" ? ", on out-of-fold probabilities (pretrain.folds)"
+                                        : std::string(),
+        "): ", f.noise_estimate,
+        f.noise_flag_total >= 0
+            ? cat("; the calibrated decisions flag ", f.noise_flag_total,
+                  " (per class the larger of that estimate and the knn vote's count)")
+            : std::string(),
+        f.noise_truth >= 0 ? cat("; the ground truth has ", f.noise_truth) : std::string(), "."));
   c.doc.table({"detector", "looks at", "flagged", "noise among them", "precision %", "recall %",
                "F1", "average precision", "AUROC"},
               table, "Noise detectors compared against the ground truth");
@@ -67,8 +72,7 @@ void detector_comparison(SectionContext& c, const FilterInfo& f) {
             {"method", "inputs", "flagged", "hits", "truth", "precision", "recall", "f1",
              "average_precision", "auroc"},
             csv);
-  write_csv(c.dir + "/data/detector_pr.csv", {"method", "threshold", "precision", "recall"},
-            curve);
+  write_csv(c.dir + "/data/detector_pr.csv", {"method", "threshold", "precision", "recall"}, curve);
   std::string gp = terminal_line(c.format, 760, 520) +
                    cat("set output ", gp_quote(c.figure_path("detector_pr")), "\n",
                        "set datafile separator ','\nset key bottom left\n"
@@ -82,8 +86,7 @@ void detector_comparison(SectionContext& c, const FilterInfo& f) {
               gp_quote(d->method), " ? $4 : NaN):3 with lines lw 2 lc rgb '", kPalette[k % 10],
               "' title ", gp_quote(cat(d->method, " (AP ", fixed(d->average_precision, 3), ")")),
               ", '+' using (", fmt(d->recall), "):(", fmt(d->precision),
-              ") every ::0::0 with points pt 7 ps 1.4 lc rgb '", kPalette[k % 10],
-              "' notitle");
+              ") every ::0::0 with points pt 7 ps 1.4 lc rgb '", kPalette[k % 10], "' notitle");
   }
   gp += "\n";
   run_gnuplot(c.dir, "detector_pr", gp, c.figure_path("detector_pr"));
@@ -164,14 +167,14 @@ void section_reduction(SectionContext& c) {
     return;
   }
   const bool clusters = f.method == "dbscan" || f.method == "gmm" || f.method == "kmeans";
-  c.doc.paragraph(cat(
-      "Detector: ", f.method.empty() ? "n/a" : f.method,
-      f.method.empty() ? "" : cat(" — ", method_words(f)),
-      f.method == "dbscan" ? cat(", eps ", fmt(f.eps, 4).empty() ? "n/a" : fmt(f.eps, 4),
-                                 ", min_samples ", f.min_samples)
-                           : std::string(),
-      ". The samples it flags as noise are removed from the filtered arm; the random arm "
-      "removes as many per class, chosen at random."));
+  c.doc.paragraph(
+      cat("Detector: ", f.method.empty() ? "n/a" : f.method,
+          f.method.empty() ? "" : cat(" — ", method_words(f)),
+          f.method == "dbscan" ? cat(", eps ", fmt(f.eps, 4).empty() ? "n/a" : fmt(f.eps, 4),
+                                     ", min_samples ", f.min_samples)
+                               : std::string(),
+          ". The samples it flags as noise are removed from the filtered arm; the random arm "
+          "removes as many per class, chosen at random."));
   std::vector<Row> csv, table;
   int64_t ts = 0, tc = 0, tn = 0;
   for (auto& r : f.per_class) {
@@ -196,8 +199,9 @@ void section_reduction(SectionContext& c) {
     // Copied in, so that the report directory stands alone.
     std::filesystem::copy_file(f.label_issues, c.dir + "/data/label_issues.csv",
                                std::filesystem::copy_options::overwrite_existing);
-    c.doc.paragraph("Every sample with each detector's score and flag, the given and the "
-                    "suggested label, most suspicious first:");
+    c.doc.paragraph(
+        "Every sample with each detector's score and flag, the given and the "
+        "suggested label, most suspicious first:");
     c.doc.link("data/label_issues.csv", "data/label_issues.csv");
   }
   if (!std::isnan(f.noise_precision) || !std::isnan(f.noise_recall)) {
@@ -279,13 +283,15 @@ void section_embedding(SectionContext& c) {
 
   // All classes in one scatter; a palette instead of a legend beyond 20 classes.
   const std::string src = "'data/tsne_points.csv' skip 1";
-  std::string gp = terminal_line(c.format, 900, 800) +
-                   cat("set output ", gp_quote(c.figure_path("tsne_scatter")), "\n",
-                       "set datafile separator ','\nset size ratio -1\nset key outside right\n"
-                       "set offsets graph 0.03, graph 0.03, graph 0.03, graph 0.03\n"
-                       "set title ", gp_quote(cat("t-SNE embedding by class; noise flagged by ", who,
-                                                  " as black crosses")), "\n"
-                       "unset xtics\nunset ytics\n");
+  std::string gp =
+      terminal_line(c.format, 900, 800) +
+      cat("set output ", gp_quote(c.figure_path("tsne_scatter")), "\n",
+          "set datafile separator ','\nset size ratio -1\nset key outside right\n"
+          "set offsets graph 0.03, graph 0.03, graph 0.03, graph 0.03\n"
+          "set title ",
+          gp_quote(cat("t-SNE embedding by class; noise flagged by ", who, " as black crosses")),
+          "\n"
+          "unset xtics\nunset ytics\n");
   if (num_classes <= 20) {
     gp += "plot ";
     for (int64_t k = 0; k < num_classes; ++k)
@@ -299,9 +305,11 @@ void section_embedding(SectionContext& c) {
   }
   gp += cat(", ", src,
             " using ($6==1 ? $2 : NaN):3 with points pt 2 ps 0.8 lw 1.5 lc rgb "
-            "'black' title ", gp_quote(cat("flagged by ", who)), "\n");
+            "'black' title ",
+            gp_quote(cat("flagged by ", who)), "\n");
   run_gnuplot(c.dir, "tsne_scatter", gp, c.figure_path("tsne_scatter"));
-  c.doc.figure(c.figure_path("tsne_scatter"), cat("t-SNE embedding, colour = class, × = flagged by ", who),
+  c.doc.figure(c.figure_path("tsne_scatter"),
+               cat("t-SNE embedding, colour = class, × = flagged by ", who),
                {"data/tsne_points.csv", "data/classes.csv"}, "fig-tsne");
 
   // One panel per class (its points coloured, its noise black, the rest grey).
@@ -322,7 +330,8 @@ void section_embedding(SectionContext& c) {
                 " && $6==1 ? $2 : NaN):3 with points pt 2 ps 0.7 lc rgb 'black'\n");
     mp += "unset multiplot\n";
     run_gnuplot(c.dir, "tsne_per_class", mp, c.figure_path("tsne_per_class"));
-    c.doc.figure(c.figure_path("tsne_per_class"), cat("t-SNE per class with the samples ", who, " flagged"),
+    c.doc.figure(c.figure_path("tsne_per_class"),
+                 cat("t-SNE per class with the samples ", who, " flagged"),
                  {"data/tsne_points.csv"}, "fig-tsne-per-class");
   } else {
     c.doc.note(cat("Per-class panels omitted for ", num_classes, " classes (at most 25)."));

@@ -341,6 +341,23 @@ TEST(ClusterFilterTool, ConsensusFollowsTheEstimatedNoiseRate) {
   EXPECT_EQ(f.attr_int("/noise_estimate", "total"), truth);
   EXPECT_EQ(f.read_all<int64_t>("/noise_estimate/class_size"),
             (std::vector<int64_t>{300, 300, 300}));
+  // What the decisions flagged: per class the larger of the estimate and the knn vote's count,
+  // and all of it went to the consensus.
+  const auto flag_counts = f.read_all<int64_t>("/noise_estimate/flag_counts");
+  const auto per_class = f.read_all<int64_t>("/noise_estimate/per_class");
+  const auto knn_flag = f.read_all<uint8_t>("/detectors/knn/flag");
+  const auto labels = f.read_all<int32_t>("/labels");
+  ASSERT_EQ(flag_counts.size(), per_class.size());
+  int64_t flag_total = 0;
+  for (size_t c = 0; c < flag_counts.size(); ++c) {
+    int64_t voted = 0;
+    for (size_t i = 0; i < knn_flag.size(); ++i) voted += knn_flag[i] && labels[i] == int32_t(c);
+    EXPECT_EQ(flag_counts[c], std::max(per_class[c], voted)) << c;
+    flag_total += flag_counts[c];
+  }
+  EXPECT_EQ(f.attr_int("/noise_estimate", "flag_total"), flag_total);
+  EXPECT_EQ(f.attr_int("/detectors/consensus", "flagged"), flag_total);
+  EXPECT_EQ(f.attr_string("/", "probs_source"), "");  // these probabilities name no source
   auto keep = f.read_all<uint8_t>("/keep");
   for (size_t i = 0; i < keep.size(); ++i) EXPECT_EQ(keep[i], !s.noise[i]) << i;
   EXPECT_DOUBLE_EQ(f.attr_double("/detectors/consensus", "f1"), 1.0);
