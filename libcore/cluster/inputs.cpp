@@ -134,11 +134,12 @@ FeatureShares read_feature_shares(const Comm& comm, const std::string& path,
   };
   if (want_features) read("/train/features", out.feats);
   if (want_probs) read("/train/probs", out.probs);
+  if (want_probs && f.has_attr("/", "probs_source"))
+    out.probs_source = f.attr_string("/", "probs_source");
   return out;
 }
 
-std::vector<float> area_under_margin(const std::vector<float>& margin, int64_t epochs,
-                                     int64_t n) {
+std::vector<float> area_under_margin(const std::vector<float>& margin, int64_t epochs, int64_t n) {
   SIEVE_CHECK(margin.size() == size_t(epochs) * size_t(n), "training dynamics: ", margin.size(),
               " margins for ", epochs, " epochs x ", n, " samples");
   std::vector<double> sum(size_t(n), 0.0);

@@ -34,6 +34,9 @@ Input read_input(const std::string& path, const std::string& dataset);
 // This rank's share of the features file's /train/features and /train/probs.
 struct FeatureShares {
   RowShare feats, probs;  // width 0: not asked for, or absent from the file
+  // The file's probs_source attribute (in_sample, or out_of_fold from pretrain.folds); ""
+  // when the probabilities were not asked for or the file predates cross-fitting.
+  std::string probs_source;
 };
 
 // Reads the features file at `path` for the samples `ids`/`labels` (the input's, whole on

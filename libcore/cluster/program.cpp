@@ -123,6 +123,9 @@ struct FilterRun {
   std::string probs_source;  // in_sample or out_of_fold (cross-fitting); "" for older files
 
   explicit FilterRun(ToolContext& c) : ctx(c), opt(filter_options(c.cfg)) {}
+  int64_t flag_total() const {
+    return std::accumulate(flag_counts.begin(), flag_counts.end(), int64_t(0));
+  }
   bool runs(const DetectorInfo& d) const {
     return d.name == opt.method || (compare && d.reference);
   }
@@ -255,8 +258,7 @@ void run_feature_detectors(FilterRun& r) {
   if (r.had_probs) {
     // Out-of-fold probabilities (pretrain.folds) move the noise estimate (docs/detection.md):
     // the log and filter.h5 say which kind the decisions followed.
-    h5::File ff = h5::File::open(r.features);
-    if (ff.has_attr("/", "probs_source")) r.probs_source = ff.attr_string("/", "probs_source");
+    r.probs_source = fin.probs_source;
     log::infof(
         "class probabilities of ", r.features, ": ",
         r.probs_source.empty() ? std::string("in sample (no probs_source)") : r.probs_source);
@@ -320,9 +322,7 @@ void run_ranked_detectors(FilterRun& r) {
     log::infof("estimated wrong labels (confident joint): ", r.estimate.total(), " of ", r.in.n,
                " (", 100.0 * double(r.estimate.total()) / double(r.in.n), " %)",
                r.truth_flags.empty() ? std::string() : cat("; ground truth: ", r.true_count));
-    int64_t flag_total = 0;
-    for (auto c : r.flag_counts) flag_total += c;
-    log::infof("calibrated decisions flag ", flag_total,
+    log::infof("calibrated decisions flag ", r.flag_total(),
                " (per class the larger of that estimate and the knn vote's count)");
   }
 }
@@ -415,9 +415,7 @@ void write_noise_estimate(h5::File& f, const FilterRun& r) {
   f.set_attr("/noise_estimate", "total", e.total());
   // What the calibrated detectors flagged per class (the estimate, or the knn vote's count).
   put(f, "/noise_estimate/flag_counts", r.flag_counts);
-  int64_t flag_total = 0;
-  for (auto c : r.flag_counts) flag_total += c;
-  f.set_attr("/noise_estimate", "flag_total", flag_total);
+  f.set_attr("/noise_estimate", "flag_total", r.flag_total());
   if (!r.truth_flags.empty()) f.set_attr("/noise_estimate", "truth", r.true_count);
 }
 
