@@ -24,6 +24,10 @@
 #      (scripts/bench_resnet_torch_cuda.py);
 #   6. a summary table (the last lines). Exit status 1 if the build or any test failed; a
 #      failed benchmark shows as FAIL in the table.
+# A GPU node without Sieve's build dependencies (no OpenMPI/HDF5/oneDNN development packages):
+# build here and carry the binaries with scripts/gpu_bundle.sh, whose `run gpu_check` runs the
+# same tests and the ResNet benchmark (how the 2026-11-24 H100 figures in docs/engine.md were
+# taken).
 # Where one command may run only ~10 minutes, run it in phases:
 #   scripts/gpu_check.sh --no-bench                          # build + tests
 #   scripts/gpu_check.sh --skip-build --no-tests --models r18

@@ -108,7 +108,7 @@ void* CudaBackend::workspace(size_t bytes) {
 }
 
 std::unique_ptr<nn::ConvOp> CudaBackend::conv2d(const nn::ConvShape& s) {
-  return make_cudnn_conv(*this, s);
+  return gemm_conv_applies(*this, s) ? make_gemm_conv(*this, s) : make_cudnn_conv(*this, s);
 }
 
 std::unique_ptr<nn::BatchNormOp> CudaBackend::batchnorm(int n, int c, int h, int w, bool fuse_relu,

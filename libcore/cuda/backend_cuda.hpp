@@ -131,6 +131,9 @@ bool cuda_backend_supports(nn::DType dtype, bool native, std::string* why);
 
 // Op factories, one per file.
 std::unique_ptr<nn::ConvOp> make_cudnn_conv(CudaBackend& be, const nn::ConvShape& s);
+// 1x1 stride-1 unpadded convolutions in fp32 run as cuBLAS GEMMs (conv_gemm.cu says why).
+bool gemm_conv_applies(const CudaBackend& be, const nn::ConvShape& s);
+std::unique_ptr<nn::ConvOp> make_gemm_conv(CudaBackend& be, const nn::ConvShape& s);
 std::unique_ptr<nn::BatchNormOp> make_batchnorm(CudaBackend& be, int n, int c, int h, int w,
                                                 bool fuse_relu, float momentum, float eps);
 std::unique_ptr<nn::MaxPoolOp> make_maxpool(CudaBackend& be, const nn::PoolShape& s);

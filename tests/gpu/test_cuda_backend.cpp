@@ -100,30 +100,36 @@ void compare_with_cpu(ModelSpec spec, int n, DType dtype, double act_tol, double
   check("logits", got.logits, want.logits, act_tol);
   check("features", got.features, want.features, act_tol);
   check("eval logits", got.eval_logits, want.eval_logits, act_tol);
-  // Each parameter's gradient: the suite's metric (against 1 + its largest value), and, in
-  // fp32, on its own scale (gradients are small, so the first is nearly absolute).
+  // Each parameter's gradient. bf16: the suite's metric (against 1 + its largest value). fp32:
+  // relative L2 error, ||got - want|| / ||want||. Not the largest element on its own scale: at
+  // initialisation with random dlogits, BN's backward cancels most of dy, and two correct fp32
+  // implementations that only sum in different orders differ there by up to 9 % of a
+  // parameter's largest gradient element (measured: the CPU backend against the reference
+  // backend on this network and input, seed 11: own scale up to 8.8e-2, relative L2 at most
+  // 7.4e-3, on every layer from layer2 on). A wrong kernel gives relative L2 errors near 1.
   auto model = make_model(spec);
-  double worst = 0, worst_scaled = 0;
-  std::string worst_name, worst_scaled_name;
+  double worst = 0, worst_l2 = 0;
+  std::string worst_name, worst_l2_name;
   for (const ParamInfo& p : model->param_info()) {
     const float *a = got.grads.data() + p.offset, *b = want.grads.data() + p.offset;
     const double d = rel_diff(a, b, p.size);
-    double diff = 0, scale = 0;
+    double diff2 = 0, want2 = 0;
     for (size_t i = 0; i < p.size; ++i)
-      diff = std::max(diff, std::abs(double(a[i]) - b[i])),
-      scale = std::max(scale, std::abs(double(b[i])));
-    const double scaled = scale > 0 ? diff / scale : diff;
+      diff2 += (double(a[i]) - b[i]) * (double(a[i]) - b[i]), want2 += double(b[i]) * b[i];
+    const double l2 = std::sqrt(diff2 / (want2 + 1e-300));
     if (d > worst) worst = d, worst_name = p.name;
-    if (scaled > worst_scaled) worst_scaled = scaled, worst_scaled_name = p.name;
-    EXPECT_LT(d, grad_tol) << what << " gradient of " << p.name;
+    if (l2 > worst_l2) worst_l2 = l2, worst_l2_name = p.name;
     if (dtype == DType::f32) {
-      EXPECT_LT(scaled, 2e-2) << what << " gradient of " << p.name << " on its scale";
+      EXPECT_LT(l2, grad_tol) << what << " gradient of " << p.name << ": relative L2 error";
+    } else {
+      EXPECT_LT(d, grad_tol) << what << " gradient of " << p.name;
     }
   }
-  std::printf("%-28s %-14s rel diff %.2e (tol %.0e) worst %s\n", what.c_str(), "gradients", worst,
-              grad_tol, worst_name.c_str());
-  std::printf("%-28s %-14s own scale %.2e worst %s\n", what.c_str(), "gradients", worst_scaled,
-              worst_scaled_name.c_str());
+  std::printf("%-28s %-14s rel diff %.2e worst %s\n", what.c_str(), "gradients", worst,
+              worst_name.c_str());
+  std::printf("%-28s %-14s relative L2 %.2e worst %s (tol %.0e on %s)\n", what.c_str(),
+              "gradients", worst_l2, worst_l2_name.c_str(), grad_tol,
+              dtype == DType::f32 ? "relative L2" : "rel diff");
   std::printf("%-28s %-14s cosine %.6f\n", what.c_str(), "all gradients",
               cosine(got.grads, want.grads));
   // bf16: at initialisation on random data BN's backward cancels most of dy, leaving a rest
@@ -159,7 +165,7 @@ ModelSpec small_resnet50() {
 }  // namespace
 
 TEST(CudaModel, ResNet18MatchesCpuInFp32) {
-  compare_with_cpu(cifar_resnet18(), 16, DType::f32, 1e-3, 5e-3);
+  compare_with_cpu(cifar_resnet18(), 16, DType::f32, 1e-3, 2e-2);
 }
 
 TEST(CudaModel, ResNet18Bf16TracksCpuFp32) {
@@ -167,7 +173,7 @@ TEST(CudaModel, ResNet18Bf16TracksCpuFp32) {
 }
 
 TEST(CudaModel, ResNet50ImageNetStemMatchesCpuInFp32) {
-  compare_with_cpu(small_resnet50(), 4, DType::f32, 1e-3, 5e-3);
+  compare_with_cpu(small_resnet50(), 4, DType::f32, 1e-3, 2e-2);
 }
 
 // Many rows (several row blocks and channel tiles, a partial last tile): the Chan merges
