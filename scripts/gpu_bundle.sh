@@ -21,6 +21,11 @@ out="${1:?usage: scripts/gpu_bundle.sh OUT.tar.xz [BUILD_DIR]}"
 build="${2:-$root/build}"
 binaries=("$build/bench/bench_nn_resnet")
 for src in "$root"/tests/gpu/test_cuda_*.cpp; do binaries+=("$build/tests/$(basename "$src" .cpp)"); done
+# The pipeline's tools too, where built, so that pipelines/run_local.sh can run on the node
+# (PATH of `run` includes bin/).
+for tool in shard_dataset pretrain extract_features reduce_dims cluster_filter train_scaled report; do
+  [ -x "$build/tools/$tool" ] && binaries+=("$build/tools/$tool")
+done
 for b in "${binaries[@]}"; do
   [ -x "$b" ] || { echo "gpu_bundle: $b is missing: build it first (cmake with CUDA, target $(basename "$b"))" >&2; exit 1; }
 done
@@ -73,7 +78,7 @@ for d in ${CUDA_HOME:+$CUDA_HOME/lib64} /usr/local/cuda/lib64 /usr/local/cuda/li
 done
 export LD_LIBRARY_PATH="$here/lib:$here/root/usr/lib/x86_64-linux-gnu/pmix2/lib${cuda_dirs}${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 export OPAL_PREFIX="$here/root/usr" PMIX_INSTALL_PREFIX="$here/root/usr/lib/x86_64-linux-gnu/pmix2"
-export PATH="$here/root/usr/bin:$PATH" OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+export PATH="$here/bin:$here/root/usr/bin:$PATH" OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 [ $# -gt 0 ] || { echo "usage: $0 gpu_check | BINARY [ARGS...]  (binaries: $(ls "$here/bin" | tr '\n' ' '))" >&2; exit 2; }
 if [ "$1" != gpu_check ]; then
   bin="$1"
