@@ -1,4 +1,5 @@
-// pretrain and train_scaled: output checks, data loading, the Trainer, final outputs.
+// pretrain: output checks, data loading, the Trainer (and its cross-fitting folds), final
+// outputs. train_scaled and its sweep: prog_scaled.cpp; what both share: prog_common.hpp.
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -7,10 +8,8 @@
 #include <memory>
 #include <optional>
 
-#include <regex>
 
 #include "config/sections.hpp"
-#include "config/sweep.hpp"
 #include "data/dataset_file.hpp"
 #include "io/atomic_output.hpp"
 #include "io/cleanup.hpp"
@@ -22,6 +21,7 @@
 #include "train/crossfit.hpp"
 #include "train/dynamics.hpp"
 #include "train/holdout.hpp"
+#include "train/prog_common.hpp"
 #include "train/programs.hpp"
 #include "train/trainer.hpp"
 #include "util/log.hpp"
@@ -30,64 +30,6 @@ namespace fs = std::filesystem;
 
 namespace sieve::train {
 
-namespace {
-
-// Checkpoint directory policy: --resume continues from it; --overwrite starts over (old
-// checkpoints removed); otherwise existing checkpoints are an error rather than silently
-// mixed with a new run's.
-void prepare_checkpoint_dir(const ToolContext& ctx, const std::string& dir, bool resume) {
-  std::string err;
-  if (ctx.comm.is_root()) {
-    std::error_code ec;
-    cleanup::make_dirs(dir, ec);
-    if (ec) err = cat(dir, ": cannot create checkpoint directory: ", ec.message());
-    bool any = false;
-    for (const auto& e : fs::directory_iterator(dir, ec))
-      if (e.path().filename().string().rfind("ckpt-", 0) == 0) any = true;
-    if (err.empty() && any && !resume) {
-      if (ctx.overwrite) {
-        for (const auto& e : fs::directory_iterator(dir, ec))
-          if (e.path().filename().string().rfind("ckpt-", 0) == 0) fs::remove(e.path(), ec);
-      } else {
-        err = cat(dir,
-                  ": holds checkpoints of an earlier run (pass --resume to continue it or "
-                  "--overwrite to start over)");
-      }
-    }
-  }
-  ctx.comm.bcast_string(err);
-  if (!err.empty()) throw UsageError(err);
-}
-
-// Creates a stage's own output directory (`levels` = how many trailing components are the
-// stage's: pretrain/ is 1, sweep/run-N/ is 2) but never the directories above it, so that a
-// mistyped run.dir or --output is an error naming it instead of a new, empty tree.
-void make_output_dir(const ToolContext& ctx, const fs::path& dir, int levels) {
-  std::string err;
-  if (ctx.comm.is_root()) {
-    fs::path base = dir;
-    for (int i = 0; i < levels; ++i) base = base.parent_path();
-    if (base.empty()) base = ".";
-    std::error_code ec;
-    if (!fs::is_directory(base)) {
-      err = cat(dir.string(), ": cannot create the output directory: ", base.string(),
-                " does not exist");
-    } else if (!cleanup::make_dirs(dir.string(), ec)) {
-      err = cat(dir.string(), ": cannot create the output directory: ",
-                ec ? ec.message() : std::string("a file of that name exists"));
-    }
-  }
-  ctx.comm.bcast_string(err);
-  if (!err.empty()) throw CollectiveError(err);
-}
-
-std::vector<int64_t> all_indices(int64_t n) {
-  std::vector<int64_t> v(static_cast<size_t>(n));
-  for (int64_t i = 0; i < n; ++i) v[size_t(i)] = i;
-  return v;
-}
-
-}  // namespace
 
 void add_pretrain_flags(po::options_description& d) {
   d.add_options()("dataset", po::value<std::string>(),
@@ -233,266 +175,6 @@ void pretrain_main(ToolContext& ctx) {
   if (fold_plan.folds >= 2)
     log::info(cat("wrote ", fold_plan.folds, " fold models beside it (pretrain.folds; ",
                   fold_info_name(stem), ")"));
-}
-
-void add_scaled_flags(po::options_description& d) {
-  d.add_options()("dataset", po::value<std::string>(),
-                  "dataset file (default: <run.dir>/dataset.h5)")(
-      "filter", po::value<std::string>(),
-      "filter file for arm filtered/random (default: <run.dir>/filter.h5)")(
-      "sweep-dir", po::value<std::string>(), "output directory (default: <run.dir>/sweep)")(
-      "sweep-index", po::value<std::string>(),
-      "which runs of the scaled.sweep grid: N, A-B (inclusive) or all, run one after the "
-      "other in this process (default: $SLURM_ARRAY_TASK_ID, or 0 for a one-run grid)")(
-      "list-sweep", "print the sweep table (index and values) to stdout and exit")(
-      "sweep-size", "print the number of sweep runs to stdout and exit")(
-      "resume",
-      "continue each run from its newest complete checkpoint (fresh start if none); runs that have "
-      "a result.json are skipped");
-}
-
-std::vector<int64_t> parse_sweep_indices(const std::string& text, int64_t size);
-void run_sweep_point(ToolContext& ctx, const Sweep& sweep, int64_t index);
-void check_sweep_batches(const ToolContext& ctx, const Sweep& sweep);
-
-void train_scaled_main(ToolContext& ctx) {
-  Sweep sweep(ctx.cfg);
-  if (ctx.has_flag("sweep-size")) {
-    if (ctx.comm.is_root()) std::cout << sweep.size() << std::endl;
-    return;
-  }
-  if (ctx.has_flag("list-sweep")) {
-    if (ctx.comm.is_root()) std::cout << sweep.table() << std::flush;
-    return;
-  }
-  std::vector<int64_t> indices = {0};
-  if (ctx.has_flag("sweep-index")) {
-    indices = parse_sweep_indices(ctx.flags["sweep-index"].as<std::string>(), sweep.size());
-  } else if (const char* t = std::getenv("SLURM_ARRAY_TASK_ID"); t && *t) {
-    indices = parse_sweep_indices(t, sweep.size());
-  } else if (sweep.size() > 1) {
-    throw UsageError(cat("--sweep-index: required, the scaled.sweep grid has ", sweep.size(),
-                         " runs (see --list-sweep)"));
-  }
-  // The whole grid, whichever part this process runs: every task of a Slurm array refuses
-  // the same bad grid before any training, instead of one task failing hours in.
-  check_sweep_batches(ctx, sweep);
-  for (int64_t index : indices) run_sweep_point(ctx, sweep, index);
-}
-
-// "N", "A-B" (inclusive) or "all" -> indices into a grid of `size` runs.
-std::vector<int64_t> parse_sweep_indices(const std::string& text, int64_t size) {
-  auto bad = [&] {
-    return UsageError(cat("--sweep-index '", text, "': expected N, A-B or all with 0 <= A <= B < ",
-                          size, " (the sweep has ", size, " runs; see --list-sweep)"));
-  };
-  if (text == "all") {
-    std::vector<int64_t> all(static_cast<size_t>(size));
-    for (int64_t i = 0; i < size; ++i) all[size_t(i)] = i;
-    return all;
-  }
-  static const std::regex re("^([0-9]+)(-([0-9]+))?$");
-  std::smatch m;
-  if (!std::regex_match(text, m, re)) throw bad();
-  int64_t a = 0, b = 0;
-  try {
-    a = std::stoll(m[1].str());
-    b = m[3].matched ? std::stoll(m[3].str()) : a;
-  } catch (const std::exception&) {
-    throw bad();
-  }
-  if (a > b || b >= size) throw bad();
-  std::vector<int64_t> out;
-  for (int64_t i = a; i <= b; ++i) out.push_back(i);
-  return out;
-}
-
-// Every (global batch, arm) of the grid must fit the samples that arm trains on: a batch
-// larger than the arm's data would train at another batch than its row in the report says.
-void check_sweep_batches(const ToolContext& ctx, const Sweep& sweep) {
-  std::map<std::string, int64_t> arm_samples;  // arm -> training samples
-  std::unique_ptr<data::DatasetFile> ds;
-  std::vector<int64_t> ids;
-  std::vector<int32_t> labels;
-  int64_t uneven = -1;  // the first batch that does not split evenly over the ranks
-  for (int64_t i = 0; i < sweep.size(); ++i) {
-    Config cfg = sweep.apply(ctx.cfg, i);
-    const int64_t batch = cfg.get_int("scaled.global_batch");
-    if (uneven < 0 && batch % ctx.comm.size() != 0) uneven = batch;
-    const RunPaths rp = run_paths(cfg);
-    const std::string arm = cfg.get_string("scaled.arm");
-    if (!arm_samples.count(arm)) {
-      const std::string dataset = ctx.path_flag("dataset", rp.dataset());
-      if (!ds) {
-        ds = std::make_unique<data::DatasetFile>(data::DatasetFile::open(dataset));
-        ids = ds->sample_ids(data::Split::Train);
-        labels = ds->labels(data::Split::Train);
-      }
-      const JoinTarget target{dataset, ds->fingerprint(), ids, labels};
-      arm_samples[arm] =
-          arm == "full"
-              ? int64_t(ids.size())
-              : int64_t(read_keep_indices(ctx.path_flag("filter", rp.filter()),
-                                          arm == "filtered" ? "keep" : "random_keep", target)
-                            .size());
-    }
-    check_global_batch(batch, arm_samples[arm],
-                       cat("scaled.global_batch (sweep run ", i, ", arm ", arm, ")"),
-                       cat("the ", arm, " arm's training samples"));
-  }
-  if (uneven > 0) warn_uneven_split(uneven, ctx.comm.size(), "scaled.global_batch");
-}
-
-// One point of the sweep grid: train it and write run-<index>/result.json.
-void run_sweep_point(ToolContext& ctx, const Sweep& sweep, int64_t index) {
-  Config cfg = sweep.apply(ctx.cfg, index);
-  const RunPaths rp = run_paths(cfg);
-  const std::string dataset = ctx.path_flag("dataset", rp.dataset());
-  const std::string filter = ctx.path_flag("filter", rp.filter());
-  const std::string run_dir = cat(ctx.path_flag("sweep-dir", rp.sweep_dir()), "/run-", index);
-  const std::string result_path = run_dir + "/result.json";
-  bool resume = ctx.has_flag("resume");
-  // A finished run has nothing to continue: --resume over a range of the sweep (an
-  // interrupted pipeline) trains only the runs without a result. A result of an earlier
-  // grid (its recorded config differs from this point's) is no result of this run: the run
-  // starts over, which needs --overwrite like any other replaced output.
-  if (resume && fs::exists(result_path)) {
-    std::ifstream in(result_path);
-    const Json old = Json::parse(in, nullptr, /*allow_exceptions=*/false);
-    const std::string stale = old.is_discarded()
-                                  ? std::string("not valid JSON")
-                                  : stale_reason(sweep, ctx.cfg, index, recorded_result_keys(old));
-    if (stale.empty()) {
-      log::info(cat("sweep run ", index, ": finished already (", result_path, "), skipped"));
-      return;
-    }
-    log::warn(cat(result_path, ": from another grid (", stale, "): run ", index, " starts over"));
-    resume = false;
-  }
-  make_output_dir(ctx, run_dir, 2);
-  check_output_path(result_path, ctx.overwrite);
-  const StageLock lock(ctx.comm, run_dir, "train_scaled");  // one writer per sweep run
-  check_resolved_config_path(run_dir + "/config.yaml");
-  prepare_checkpoint_dir(ctx, run_dir + "/checkpoints", resume);
-  // A run started over (--overwrite) loses its old checkpoints and metrics now: its old
-  // result.json goes too, so that a failed redo leaves an unfinished run, never an old
-  // result beside the new run's partial metrics.
-  // The barrier first: every rank has finished checking result.json above (a broadcast may
-  // return on rank 0 before the others receive it), so none reads it while it goes.
-  if (!resume) {
-    ctx.comm.barrier();
-    if (ctx.comm.is_root()) {
-      std::error_code ec;
-      fs::remove(result_path, ec);
-    }
-  }
-  std::string desc;
-  for (auto& [k, v] : sweep.values(index)) desc += cat(" ", k, "=", v);
-  log::info(
-      cat("sweep run ", index, "/", sweep.size(), ":", desc.empty() ? " (base config)" : desc));
-
-  TrainOptions opt = read_train_options(cfg, "scaled");
-  const std::string arm = cfg.get_string("scaled.arm");
-  TrainInput data = load_train_input(dataset, cfg);
-  std::vector<int64_t> active = all_indices(data.train.n);
-  if (arm != "full")
-    active = read_keep_indices(
-        filter, arm == "filtered" ? "keep" : "random_keep",
-        {dataset, data.meta.fingerprint, data.train.sample_id, data.train.labels});
-  log::info(cat("arm ", arm, ": training on ", active.size(), " of ", data.train.n, " samples"));
-  Trainer trainer(ctx.comm, opt, make_source(data, active, opt.global_batch, opt.seed, ctx.comm),
-                  data.train, eval_split(data, data::Split::Test), data.meta,
-                  run_dir + "/checkpoints", run_dir + "/metrics.jsonl", cfg.to_yaml());
-  // Where the dataset has clean labels, train accuracy against them too, on the same
-  // forward passes (train/clean_accuracy.hpp): the given labels' gap can be negative.
-  std::optional<CleanLabelAccuracy> clean = CleanLabelAccuracy::open(dataset);
-  std::optional<double> train_acc_clean;
-  if (clean) {
-    trainer.set_batch_hook([&](int64_t, const SplitData& d, const std::vector<int64_t>& rows,
-                               const float* logits, int k) { clean->record(d, rows, logits, k); });
-    trainer.set_epoch_hook([&](int64_t, Json& rec) {
-      train_acc_clean = clean->end_epoch(ctx.comm);
-      rec["train_acc_clean"] = train_acc_clean ? Json(*train_acc_clean) : Json(nullptr);
-    });
-  }
-  TrainResult r;
-  // A diverged run is a result of the sweep, not a failed task: it is recorded in
-  // result.json ("diverged": true) and the program exits 0, so that one bad learning rate
-  // does not stop the Slurm afterok chain before the report, which marks the run.
-  bool diverged = false;
-  int64_t diverged_step = -1;
-  try {
-    r = trainer.run(resume);
-  } catch (const StopRequested& s) {
-    exit_for_requeue(ctx.comm, s.checkpoint);
-  } catch (const Diverged& d) {
-    diverged = true;
-    diverged_step = d.step;
-    r = d.partial;
-    log::warn(cat("sweep run ", index, ": ", d.what(), "; recorded as diverged in ", result_path,
-                  " (exit 0)"));
-  }
-  if (ctx.comm.is_root()) {
-    Json j;
-    j["sweep_index"] = index;
-    for (auto& [k, v] : sweep.values(index)) j["sweep"][k] = v;
-    for (auto& [k, v] : result_keys(cfg)) j["config"][k] = v;
-    j["arm"] = arm;
-    j["seed"] = int64_t(opt.seed);
-    j["weight_decay"] = opt.opt.weight_decay;
-    j["lr"] = r.peak_lr;
-    j["base_lr"] = opt.sched.base_lr;
-    j["lars"] = opt.opt.lars;
-    j["ranks"] = ctx.comm.size();
-    j["global_batch"] = r.batch;
-    j["per_rank_batch"] = r.per_rank_batch;
-    j["accumulation_steps"] = r.accum_steps;
-    j["samples_used"] = r.samples_used;
-    j["samples_total"] = data.train.n;
-    j["epochs"] = opt.epochs;
-    j["steps"] = r.steps;
-    j["final_test_acc"] = r.final_test_acc;
-    j["best_test_acc"] = r.best_test_acc;
-    j["best_epoch"] = r.best_epoch;
-    j["time_to_best_s"] = r.time_to_best_s;
-    j["final_test_loss"] = r.final_test_loss;
-    j["train_acc"] = r.final_train_acc;
-    j["train_loss"] = r.final_train_loss;
-    // null without clean labels (docs/formats.md); the gap stays against the given labels.
-    j["train_acc_clean"] = train_acc_clean ? Json(*train_acc_clean) : Json(nullptr);
-    j["gen_gap"] = r.final_train_acc - r.final_test_acc;
-    j["images_per_s"] = r.images_per_s;
-    j["images_per_s_per_rank"] = r.images_per_s_per_rank;
-    j["elapsed_s"] = r.elapsed_s;
-    j["num_classes"] = data.meta.num_classes;
-    // Lineage (io/lineage.hpp): the report checks that every run trained on its dataset.
-    j["dataset_fingerprint"] = data.meta.fingerprint;
-    if (arm != "full") j["filter_fingerprint"] = lineage::fingerprint_of(h5::File::open(filter));
-    j["diverged"] = diverged;
-    if (r.final_test_acc < 0 && !diverged)  // no test split: nothing was measured
-      for (const char* k : {"final_test_acc", "best_test_acc", "best_epoch", "time_to_best_s",
-                            "final_test_loss", "gen_gap"})
-        j[k] = nullptr;
-    if (diverged) {
-      // No final accuracy exists; the last evaluation before the divergence (if any) is
-      // kept under its own name so that nothing reads it as the run's result.
-      j["diverged_at_step"] = diverged_step;
-      j["last_eval_test_acc"] = r.final_test_acc >= 0 ? Json(r.final_test_acc) : Json(nullptr);
-      for (const char* k :
-           {"final_test_acc", "best_test_acc", "best_epoch", "time_to_best_s", "final_test_loss",
-            "train_acc", "train_loss", "gen_gap", "train_acc_clean"})
-        j[k] = nullptr;
-    }
-    write_resolved_config(run_dir + "/config.yaml", cfg.to_yaml());
-    write_text_atomic(result_path, j.dump(2) + "\n");
-  }
-  ctx.comm.barrier();
-  if (diverged) return;
-  log::info(cat("wrote ", result_path, ": ",
-                r.final_test_acc < 0
-                    ? std::string("no test split")
-                    : cat("test acc ", r.final_test_acc, " (best ", r.best_test_acc, ")"),
-                ", train acc ", r.final_train_acc, ", ", int64_t(r.images_per_s), " img/s"));
 }
 
 }  // namespace sieve::train
