@@ -3,7 +3,8 @@
 # average precision, AUROC, flagged vs true count, the confident joint's estimate, and the
 # time of each stage. Natural configs, no per-cell tuning (docs/detection.md has the table).
 #
-#   scripts/bench_detection.sh [--out DIR] [--cells "DATA:KIND:RATE ..."] [--ceiling] [--set key=value ...]
+#   scripts/bench_detection.sh [--out DIR] [--cells "DATA:KIND:RATE ..."] [--ceiling] [--oracle]
+#                              [--set key=value ...]
 #
 # DATA: fmnist12k (the first 12,000 Fashion-MNIST training images and all 10,000 test images,
 #       configs/fashion_mnist.yaml at width 1/8, 12 epochs), fmnist (all 60,000, same recipe),
@@ -13,6 +14,10 @@
 # --ceiling: per cell, also what any detector could reach: the same network trained on the
 #   clean labels of the samples that were not flipped, asked about the flipped ones (which it
 #   never saw): the share of them for which it prefers the true label over the given one.
+# --oracle: per cell, what a detector ranking by this recipe's model could reach at best: the
+#   recipe trained on the CLEAN labels of every training sample with pretrain.folds=4, each
+#   sample scored out of fold by 1 - p(its given, noisy label), the top |truth| flagged: F1 and
+#   AP against the truth (unlike the ceiling, it counts the clean samples a model gets wrong).
 # Output: DIR (default bench-out/detection)/<cell>/ (the run directory and logs) and
 # DIR/table.md. Needs the build (scripts/test.sh or cmake --build build) and the
 # dataset-fashion-mnist package for the fmnist cells.
@@ -23,13 +28,15 @@ out="$root/bench-out/detection"
 cells="fmnist12k:symmetric:0.2 fmnist12k:pairwise:0.2 fmnist12k:instance:0.2 quickstart:pairwise:0.2"
 extra=()
 ceiling=0
+oracle=0
 while [ $# -gt 0 ]; do
   case "$1" in
     --out) out="$2"; shift 2 ;;
     --cells) cells="$2"; shift 2 ;;
     --set) extra+=(--set "$2"); shift 2 ;;
     --ceiling) ceiling=1; shift ;;
-    -h|--help) sed -n '2,19p' "$0"; exit 0 ;;
+    --oracle) oracle=1; shift ;;
+    -h|--help) sed -n '2,23p' "$0"; exit 0 ;;
     *) echo "bench_detection: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -113,7 +120,53 @@ print(f"| {sys.argv[3]} | {sys.argv[4]} | {len(fid)} | {100 * prefer:.1f} % |")
 EOF
 }
 
-rm -f "$out/ceiling.md"
+# The oracle (--oracle): DIR/oracle/dataset.h5 is the cell's dataset with every training label
+# clean; pretrain with 4 folds and extract_features give out-of-fold probabilities.
+oracle_of() {  # oracle_of CELL_DIR DATA "KIND RATE"
+  local c="$1/oracle"
+  mkdir -p "$c"
+  /usr/bin/python3 - "$1/dataset.h5" "$c/dataset.h5" <<'EOF'
+import sys, h5py
+src, dst = h5py.File(sys.argv[1], "r"), h5py.File(sys.argv[2], "w")
+for k, v in src.attrs.items():
+    dst.attrs[k] = v
+for split in ("train", "test"):
+    for name in src["/" + split]:
+        a = src[f"/{split}/{name}"][:]
+        if split == "train" and name == "labels":
+            a = src["/train/clean_labels"][:]
+        if split == "train" and name in ("noise_truth", "noise_kind"):
+            a = a * 0
+        dst[f"/{split}/{name}"] = a
+dst.attrs["fingerprint"] = "oracle-" + str(src.attrs["fingerprint"])
+dst.attrs["label_noise_count"] = 0
+dst.attrs["label_noise_injected"] = 0
+dst.attrs["description"] = "oracle: every training label clean"
+dst.close()
+EOF
+  local stage
+  for stage in pretrain extract_features; do
+    "$tools/$stage" "${sets[@]}" --set run.dir="$c" --set pretrain.folds=4 >"$c/$stage.log" 2>&1 ||
+      { echo "bench_detection: oracle of $1: $stage failed; log: $c/$stage.log" >&2; return 1; }
+  done
+  /usr/bin/python3 - "$1/dataset.h5" "$c/features.h5" "$2" "$3" >>"$out/oracle.md" <<'EOF'
+import sys, h5py, numpy as np
+d, f = h5py.File(sys.argv[1], "r"), h5py.File(sys.argv[2], "r")
+truth = dict(zip(d["/train/sample_id"][:], d["/train/noise_truth"][:].astype(bool)))
+given = dict(zip(d["/train/sample_id"][:], d["/train/labels"][:]))
+ids, p = f["/train/sample_id"][:], f["/train/probs"][:]
+t = np.array([truth[i] for i in ids])
+g = np.array([given[i] for i in ids])
+order = np.argsort(-(1 - p[np.arange(len(ids)), g]), kind="stable")
+T = int(t.sum())
+tp = np.cumsum(t[order])
+ap = float((tp / np.arange(1, len(ids) + 1) * t[order]).sum() / T)
+wrong = float((p.argmax(1)[~t] != g[~t]).mean())
+print(f"| {sys.argv[3]} | {sys.argv[4]} | {T} | {2 * tp[T - 1] / (2 * T):.3f} | {ap:.3f} | {100 * wrong:.1f} % |")
+EOF
+}
+
+rm -f "$out/ceiling.md" "$out/oracle.md"
 printf '| data | noise | detector | flagged | true | estimated | precision | recall | F1 | AP | AUROC |\n' >"$out/table.md"
 printf '|---|---|---|---|---|---|---|---|---|---|---|\n' >>"$out/table.md"
 for cell in $cells; do
@@ -146,6 +199,7 @@ for cell in $cells; do
   done
   echo "bench_detection: $cell: ${times[*]}"
   if [ "$ceiling" = 1 ]; then ceiling_of "$dir" "$data" "$kind $rate"; fi
+  if [ "$oracle" = 1 ]; then oracle_of "$dir" "$data" "$kind $rate"; fi
   /usr/bin/python3 - "$dir/filter.h5" "$data" "$kind $rate" >>"$out/table.md" <<'EOF'
 import sys, h5py
 f = h5py.File(sys.argv[1], "r")
@@ -163,5 +217,9 @@ done
 if [ -s "$out/ceiling.md" ]; then
   printf '\n| data | noise | flipped | clean model prefers the true label |\n|---|---|---|---|\n' >>"$out/table.md"
   cat "$out/ceiling.md" >>"$out/table.md"
+fi
+if [ -s "$out/oracle.md" ]; then
+  printf '\n| data | noise | flipped | oracle F1 at the true count | oracle AP | clean samples the clean model gets wrong |\n|---|---|---|---|---|---|\n' >>"$out/table.md"
+  cat "$out/oracle.md" >>"$out/table.md"
 fi
 cat "$out/table.md"
