@@ -135,28 +135,52 @@ double choose_eps(const float* x, int d, const std::vector<Group>& groups, int64
   return eps;
 }
 
+// Groups: one per class (ascending), or everything at once.
+std::vector<Group> make_groups(const int32_t* labels, int64_t n, bool per_class) {
+  std::vector<Group> groups;
+  if (!per_class) {
+    groups.push_back({-1, {}});
+    for (int64_t i = 0; i < n; ++i) groups[0].rows.push_back(i);
+    return groups;
+  }
+  std::set<int32_t> classes(labels, labels + n);
+  std::unordered_map<int32_t, size_t> at;
+  for (int32_t c : classes) {
+    at[c] = groups.size();
+    groups.push_back({c, {}});
+  }
+  for (int64_t i = 0; i < n; ++i) groups[at[labels[i]]].rows.push_back(i);
+  return groups;
+}
+
+// Table I (res.table, res.noise) from res.keep and res.cluster: per class, whatever the grouping.
+void fill_class_table(const int32_t* labels, int64_t n, FilterResult& res) {
+  std::map<int32_t, ClassRow> rows;
+  std::map<int32_t, std::set<int32_t>> seen;
+  for (int64_t i = 0; i < n; ++i) {
+    ClassRow& r = rows[labels[i]];
+    r.cls = labels[i];
+    ++r.samples;
+    if (res.keep[i])
+      seen[labels[i]].insert(res.cluster[i]);
+    else
+      ++r.noise;
+  }
+  for (auto& [c, r] : rows) {
+    r.clusters = int64_t(seen[c].size());
+    r.removed_pct = 100.0 * double(r.noise) / double(r.samples);
+    res.noise += r.noise;
+    res.table.push_back(r);
+  }
+}
+
 }  // namespace
 
 FilterResult run_filter(const Comm& comm, const float* x, int64_t n, int d, const int32_t* labels,
                         const FilterOptions& opt) {
   FilterOptions o = opt;
   SIEVE_CHECK(n > 0, "cluster_filter: no samples to filter");
-  // Groups: one per class (ascending), or everything at once.
-  std::vector<Group> groups;
-  {
-    std::set<int32_t> classes(labels, labels + n);
-    std::unordered_map<int32_t, size_t> at;
-    if (o.per_class) {
-      for (int32_t c : classes) {
-        at[c] = groups.size();
-        groups.push_back({c, {}});
-      }
-      for (int64_t i = 0; i < n; ++i) groups[at[labels[i]]].rows.push_back(i);
-    } else {
-      groups.push_back({-1, {}});
-      for (int64_t i = 0; i < n; ++i) groups[0].rows.push_back(i);
-    }
-  }
+  const std::vector<Group> groups = make_groups(labels, n, o.per_class);
   const int G = int(groups.size());
   FilterResult res;
   if (o.method == "dbscan" && o.auto_eps) {
@@ -242,24 +266,7 @@ FilterResult run_filter(const Comm& comm, const float* x, int64_t n, int d, cons
   for (int gi = 0; gi < G; ++gi) llsum += ll[gi] * double(groups[gi].rows.size());
   res.log_likelihood = llsum / double(n);
 
-  // Table I: per class, whatever the grouping.
-  std::map<int32_t, ClassRow> rows;
-  std::map<int32_t, std::set<int32_t>> seen;
-  for (int64_t i = 0; i < n; ++i) {
-    ClassRow& r = rows[labels[i]];
-    r.cls = labels[i];
-    ++r.samples;
-    if (res.keep[i])
-      seen[labels[i]].insert(res.cluster[i]);
-    else
-      ++r.noise;
-  }
-  for (auto& [c, r] : rows) {
-    r.clusters = int64_t(seen[c].size());
-    r.removed_pct = 100.0 * double(r.noise) / double(r.samples);
-    res.noise += r.noise;
-    res.table.push_back(r);
-  }
+  fill_class_table(labels, n, res);
   res.random_keep = random_keep_mask(labels, n, res.table, o.seed);
   return res;
 }
