@@ -75,6 +75,16 @@ for stem, cut in (("train-images-idx3-ubyte", n), ("train-labels-idx1-ubyte", n)
 EOF
 }
 
+# The cell's recipe (pretrain, then extract_features) on the dataset in DIR; logs in DIR.
+pretrain_and_extract() {  # pretrain_and_extract DIR WHAT [--set key=value ...]
+  local dir="$1" what="$2" stage
+  shift 2
+  for stage in pretrain extract_features; do
+    "$tools/$stage" "${sets[@]}" --set run.dir="$dir" "$@" >"$dir/$stage.log" 2>&1 ||
+      { echo "bench_detection: $what: $stage failed; log: $dir/$stage.log" >&2; return 1; }
+  done
+}
+
 # The ceiling (--ceiling): DIR/ceiling/dataset.h5 keeps the unflipped training samples and
 # makes the flipped ones, with their true labels, its test split; the same pretrain recipe
 # and extract_features run on it; then each flipped sample's probabilities are read.
@@ -102,11 +112,7 @@ dst.attrs["label_noise_injected"] = 0
 dst.attrs["description"] = "ceiling: the unflipped training samples; the flipped ones as test"
 dst.close()
 EOF
-  local stage
-  for stage in pretrain extract_features; do
-    "$tools/$stage" "${sets[@]}" --set run.dir="$c" >"$c/$stage.log" 2>&1 ||
-      { echo "bench_detection: ceiling of $1: $stage failed; log: $c/$stage.log" >&2; return 1; }
-  done
+  pretrain_and_extract "$c" "ceiling of $1" || return 1
   /usr/bin/python3 - "$1/dataset.h5" "$c/features.h5" "$2" "$3" >>"$out/ceiling.md" <<'EOF'
 import sys, h5py, numpy as np
 d, f = h5py.File(sys.argv[1], "r"), h5py.File(sys.argv[2], "r")
@@ -144,11 +150,7 @@ dst.attrs["label_noise_injected"] = 0
 dst.attrs["description"] = "oracle: every training label clean"
 dst.close()
 EOF
-  local stage
-  for stage in pretrain extract_features; do
-    "$tools/$stage" "${sets[@]}" --set run.dir="$c" --set pretrain.folds=4 >"$c/$stage.log" 2>&1 ||
-      { echo "bench_detection: oracle of $1: $stage failed; log: $c/$stage.log" >&2; return 1; }
-  done
+  pretrain_and_extract "$c" "oracle of $1" --set pretrain.folds=4 || return 1
   /usr/bin/python3 - "$1/dataset.h5" "$c/features.h5" "$2" "$3" >>"$out/oracle.md" <<'EOF'
 import sys, h5py, numpy as np
 d, f = h5py.File(sys.argv[1], "r"), h5py.File(sys.argv[2], "r")
