@@ -20,13 +20,13 @@ DatasetFile DatasetFile::open(const std::string& path, const Options& opt) {
 
   std::string kind = f.attr_string("/", "kind");
   if (kind == "image")
-    d.kind_ = Kind::Image;
+    d.meta_.kind = Kind::Image;
   else if (kind == "tabular")
-    d.kind_ = Kind::Tabular;
+    d.meta_.kind = Kind::Tabular;
   else
     throw bad(cat("attribute 'kind' is '", kind, "', expected 'image' or 'tabular'"));
-  d.source_ = f.has_attr("/", "source") ? f.attr_string("/", "source") : "";
-  d.fingerprint_ = lineage::fingerprint_of(f);
+  d.meta_.source = f.has_attr("/", "source") ? f.attr_string("/", "source") : "";
+  d.meta_.fingerprint = lineage::fingerprint_of(f);
 
   // A sharded dataset: the shard files must all be there.
   if (f.has_attr("/", "shards")) {
@@ -45,47 +45,48 @@ DatasetFile DatasetFile::open(const std::string& path, const Options& opt) {
     if (d.is_image()) {
       dims = f.require<uint8_t>(images_path(s), 4);
       if (s == Split::Train) {
-        d.h_ = int64_t(dims[1]);
-        d.w_ = int64_t(dims[2]);
-        d.c_ = int64_t(dims[3]);
-      } else if (int64_t(dims[1]) != d.h_ || int64_t(dims[2]) != d.w_ || int64_t(dims[3]) != d.c_) {
+        d.meta_.height = int64_t(dims[1]);
+        d.meta_.width = int64_t(dims[2]);
+        d.meta_.channels = int64_t(dims[3]);
+      } else if (int64_t(dims[1]) != d.meta_.height || int64_t(dims[2]) != d.meta_.width || int64_t(dims[3]) != d.meta_.channels) {
         throw bad(cat(images_path(s), ": images are ", dims[1], "x", dims[2], "x", dims[3],
-                      ", the training images ", d.h_, "x", d.w_, "x", d.c_));
+                      ", the training images ", d.meta_.height, "x", d.meta_.width, "x", d.meta_.channels));
       }
-      if (d.h_ <= 0 || d.w_ <= 0 || d.c_ <= 0) throw bad(cat(images_path(s), ": empty image shape"));
+      if (d.meta_.height <= 0 || d.meta_.width <= 0 || d.meta_.channels <= 0) throw bad(cat(images_path(s), ": empty image shape"));
     } else {
       dims = f.require<float>(features_path(s), 2);
       if (s == Split::Train)
-        d.f_ = int64_t(dims[1]);
-      else if (int64_t(dims[1]) != d.f_)
-        throw bad(cat(features_path(s), ": ", dims[1], " features, the training set has ", d.f_));
-      if (d.f_ <= 0) throw bad(cat(features_path(s), ": no feature columns"));
+        d.meta_.features = int64_t(dims[1]);
+      else if (int64_t(dims[1]) != d.meta_.features)
+        throw bad(cat(features_path(s), ": ", dims[1], " features, the training set has ", d.meta_.features));
+      if (d.meta_.features <= 0) throw bad(cat(features_path(s), ": no feature columns"));
     }
-    d.n_[k] = int64_t(dims[0]);
+    d.meta_.n[k] = int64_t(dims[0]);
     auto check_len = [&](const std::string& name, hsize_t n) {
-      if (int64_t(n) != d.n_[k])
+      if (int64_t(n) != d.meta_.n[k])
         throw bad(cat(name, ": ", n, " rows, but ", d.is_image() ? images_path(s) : features_path(s),
-                      " has ", d.n_[k]));
+                      " has ", d.meta_.n[k]));
     };
     check_len(labels_path(s), f.require<int32_t>(labels_path(s), 1)[0]);
     check_len(sample_id_path(s), f.require<int64_t>(sample_id_path(s), 1)[0]);
     if (f.exists(noise_truth_path(s))) {
       check_len(noise_truth_path(s), f.require<uint8_t>(noise_truth_path(s), 1)[0]);
       d.has_noise_[k] = true;
+      d.meta_.has_noise = true;
     }
   }
 
-  d.num_classes_ = f.attr_int("/", "num_classes");
-  if (d.num_classes_ < 1) throw bad(cat("num_classes is ", d.num_classes_));
-  d.class_names_ = f.attr_strings("/", "class_names");
-  if (int64_t(d.class_names_.size()) != d.num_classes_)
-    throw bad(cat("class_names has ", d.class_names_.size(), " names, num_classes is ", d.num_classes_));
-  if (f.has_attr("/", "feature_names")) d.feature_names_ = f.attr_strings("/", "feature_names");
-  d.mean_ = f.attr_doubles("/", "mean");
-  d.std_ = f.attr_doubles("/", "std");
-  size_t want = size_t(d.is_image() ? d.c_ : d.f_);
-  if (d.mean_.size() != want || d.std_.size() != want)
-    throw bad(cat("mean/std have ", d.mean_.size(), "/", d.std_.size(), " values, expected ", want,
+  d.meta_.num_classes = f.attr_int("/", "num_classes");
+  if (d.meta_.num_classes < 1) throw bad(cat("num_classes is ", d.meta_.num_classes));
+  d.meta_.class_names = f.attr_strings("/", "class_names");
+  if (int64_t(d.meta_.class_names.size()) != d.meta_.num_classes)
+    throw bad(cat("class_names has ", d.meta_.class_names.size(), " names, num_classes is ", d.meta_.num_classes));
+  if (f.has_attr("/", "feature_names")) d.meta_.feature_names = f.attr_strings("/", "feature_names");
+  d.meta_.mean = f.attr_doubles("/", "mean");
+  d.meta_.std = f.attr_doubles("/", "std");
+  size_t want = size_t(d.is_image() ? d.meta_.channels : d.meta_.features);
+  if (d.meta_.mean.size() != want || d.meta_.std.size() != want)
+    throw bad(cat("mean/std have ", d.meta_.mean.size(), "/", d.meta_.std.size(), " values, expected ", want,
                   d.is_image() ? " (one per channel)" : " (one per feature)"));
 
   if (opt.check_labels) {
@@ -97,9 +98,9 @@ DatasetFile DatasetFile::open(const std::string& path, const Options& opt) {
         buf.resize(size_t(b - a));
         d.read_labels(s, a, b, buf.data());
         for (int64_t i = 0; i < b - a; ++i)
-          if (buf[size_t(i)] < 0 || buf[size_t(i)] >= d.num_classes_)
+          if (buf[size_t(i)] < 0 || buf[size_t(i)] >= d.meta_.num_classes)
             throw bad(cat(labels_path(s), "[", a + i, "] = ", buf[size_t(i)], ": out of range 0..",
-                          d.num_classes_ - 1));
+                          d.meta_.num_classes - 1));
       }
     }
     // sample_id is the join key of every later file: a repeated one would join two rows

@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "data/meta.hpp"
 #include "data/names.hpp"
 #include "io/h5.hpp"
 
@@ -31,26 +32,29 @@ class DatasetFile {
   static DatasetFile open(const std::string& path, const Options& opt);
 
   const std::string& path() const { return file_.path(); }
-  Kind kind() const { return kind_; }
-  bool is_image() const { return kind_ == Kind::Image; }
-  std::string source() const { return source_; }
+  // Kind, sizes, classes, training-split statistics, fingerprint and source (description
+  // and injected-noise fields are left empty: the stages that need them read the attributes).
+  const DatasetMeta& meta() const { return meta_; }
+  Kind kind() const { return meta_.kind; }
+  bool is_image() const { return meta_.is_image(); }
+  std::string source() const { return meta_.source; }
   // The content fingerprint (io/lineage.hpp); "" for a file written without one.
-  const std::string& fingerprint() const { return fingerprint_; }
-  int64_t rows(Split s) const { return n_[int(s)]; }
-  int64_t height() const { return h_; }    // images (0 for tabular)
-  int64_t width() const { return w_; }
-  int64_t channels() const { return c_; }
-  int64_t features() const { return f_; }  // tabular (0 for images)
+  const std::string& fingerprint() const { return meta_.fingerprint; }
+  int64_t rows(Split s) const { return meta_.rows(s); }
+  int64_t height() const { return meta_.height; }    // images (0 for tabular)
+  int64_t width() const { return meta_.width; }
+  int64_t channels() const { return meta_.channels; }
+  int64_t features() const { return meta_.features; }  // tabular (0 for images)
   // Elements per row: H*W*C (uint8) or F (float32).
-  int64_t row_elems() const { return is_image() ? h_ * w_ * c_ : f_; }
+  int64_t row_elems() const { return meta_.row_elems(); }
   // Bytes per row of sample data: uint8 images, float32 features.
-  int64_t row_bytes() const { return is_image() ? row_elems() : row_elems() * 4; }
-  int64_t num_classes() const { return num_classes_; }
-  const std::vector<std::string>& class_names() const { return class_names_; }
-  const std::vector<std::string>& feature_names() const { return feature_names_; }
+  int64_t row_bytes() const { return meta_.row_bytes(); }
+  int64_t num_classes() const { return meta_.num_classes; }
+  const std::vector<std::string>& class_names() const { return meta_.class_names; }
+  const std::vector<std::string>& feature_names() const { return meta_.feature_names; }
   // Per channel (images, 0..1 units of pixel/255) or per feature, over the training set.
-  const std::vector<double>& mean() const { return mean_; }
-  const std::vector<double>& stddev() const { return std_; }
+  const std::vector<double>& mean() const { return meta_.mean; }
+  const std::vector<double>& stddev() const { return meta_.std; }
   int num_shards() const { return shards_; }
   bool has_noise_truth(Split s) const { return has_noise_[int(s)]; }
   // The resolved config of the run that wrote the file.
@@ -86,13 +90,7 @@ class DatasetFile {
   template <typename T>
   void gather(const std::string& name, Split s, const std::vector<int64_t>& idx, int64_t elems, T* out) const;
   h5::File file_;
-  Kind kind_ = Kind::Image;
-  std::string source_, fingerprint_;
-  int64_t n_[2] = {0, 0};
-  int64_t h_ = 0, w_ = 0, c_ = 0, f_ = 0;
-  int64_t num_classes_ = 0;
-  std::vector<std::string> class_names_, feature_names_;
-  std::vector<double> mean_, std_;
+  DatasetMeta meta_;  // kind, sizes, classes, statistics, fingerprint
   bool has_noise_[2] = {false, false};
   int shards_ = 1;
 };

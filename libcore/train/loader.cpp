@@ -18,12 +18,7 @@ DatasetMeta read_dataset_meta(const std::string& path) {
   data::DatasetFile::Options o;
   o.check_labels = false;  // read_split checks the labels it reads
   const auto ds = data::DatasetFile::open(path, o);
-  DatasetMeta m;
-  m.num_classes = int(ds.num_classes());
-  m.mean = ds.mean();
-  m.std = ds.stddev();
-  m.kind = data::kind_name(ds.kind());
-  m.fingerprint = ds.fingerprint();
+  DatasetMeta m = ds.meta();
   SIEVE_CHECK(m.num_classes >= 2, path, ": attr num_classes: expected >= 2, found ",
               m.num_classes);
   return m;

@@ -39,12 +39,8 @@ struct SplitData {
   size_t sample_floats() const { return image ? size_t(c) * h * w : size_t(f); }
 };
 
-struct DatasetMeta {
-  int num_classes = 0;
-  std::vector<double> mean, std;  // per channel (0..1 units) or per feature
-  std::string kind;               // image | tabular
-  std::string fingerprint;        // the dataset's content fingerprint (io/lineage.hpp)
-};
+// The dataset's kind, sizes, classes, statistics and fingerprint (data/meta.hpp).
+using data::DatasetMeta;
 
 DatasetMeta read_dataset_meta(const std::string& path);
 // Whole split; Error naming file/dataset for a wrong schema, type or shape.

@@ -27,7 +27,7 @@ inline ImageData image_data(int n, uint64_t seed = 3, int64_t id0 = 10) {
   d.meta.num_classes = 4;
   d.meta.mean = {0.5, 0.5, 0.5};
   d.meta.std = {0.25, 0.25, 0.25};
-  d.meta.kind = "image";
+  d.meta.kind = data::Kind::Image;
   return d;
 }
 
