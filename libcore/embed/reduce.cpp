@@ -61,14 +61,25 @@ FeatureBlock read_features(const Comm& comm, const std::string& path) {
   return b;
 }
 
-void reduce_dims(const Comm& comm, const Config& cfg, const std::string& input,
-                 const std::string& output, bool overwrite) {
-  auto t_start = std::chrono::steady_clock::now();
-  check_output_path(output, overwrite, schema::kEmbedding, {input});
-  check_resolved_config_path(config_sidecar_path(output));
-  const std::string method = cfg.get_string("embed.method");
-  const bool per_class = cfg.get_bool("embed.tsne.per_class");
+namespace {
+
+// The embed section as this stage reads it.
+struct EmbedSettings {
+  std::string method;     // tsne | pca
+  bool per_class = false;
   TsneOptions opt;
+  std::string locality;   // embed.tsne.locality_order
+  std::string repulsion;  // embed.tsne.repulsion (auto resolved per group)
+  int64_t pca_components = 0;
+  bool whiten = false;
+  int64_t max_trust = 0;  // embed.quality.trustworthiness_points
+};
+
+EmbedSettings read_settings(const Config& cfg) {
+  EmbedSettings e;
+  e.method = cfg.get_string("embed.method");
+  e.per_class = cfg.get_bool("embed.tsne.per_class");
+  TsneOptions& opt = e.opt;
   opt.dims = int(cfg.get_int("embed.tsne.dims"));
   opt.perplexity = cfg.get_float("embed.tsne.perplexity");
   opt.iterations = int(cfg.get_int("embed.tsne.iterations"));
@@ -83,142 +94,169 @@ void reduce_dims(const Comm& comm, const Config& cfg, const std::string& input,
   opt.seed = derived_seed(cfg, SeedFor::embedding);
   opt.progress_every = int(cfg.get_int("embed.tsne.progress_every"));
   opt.knn = parse_knn_method(cfg.get_string("embed.tsne.knn"));
-  const std::string locality = cfg.get_string("embed.tsne.locality_order");
-  const std::string rep_name = cfg.get_string("embed.tsne.repulsion");
-  if (rep_name == "fft" && opt.dims != 2)
+  e.locality = cfg.get_string("embed.tsne.locality_order");
+  e.repulsion = cfg.get_string("embed.tsne.repulsion");
+  if (e.repulsion == "fft" && opt.dims != 2)
     throw UsageError("embed.tsne.repulsion=fft needs embed.tsne.dims=2 (use barnes_hut for 3-D)");
+  e.pca_components = cfg.get_int("embed.pca.components");
+  e.whiten = cfg.get_bool("embed.pca.whiten");
+  e.max_trust = cfg.get_int("embed.quality.trustworthiness_points");
+  return e;
+}
 
-  FeatureBlock in = read_features(comm, input);
-  const int64_t N = in.N;
-  // Groups of points embedded together: all, or one per class (sorted by label).
-  std::map<int32_t, std::vector<int64_t>> groups;
-  if (per_class && method == "tsne") {
-    for (int64_t i = 0; i < N; ++i) groups[in.labels[i]].push_back(i);
+using Groups = std::map<int32_t, std::vector<int64_t>>;
+
+// Groups of points embedded together: all, or one per class (sorted by label); each must
+// have enough points for the perplexity.
+Groups make_groups(const EmbedSettings& e, const FeatureBlock& in, const std::string& input) {
+  Groups groups;
+  if (e.per_class && e.method == "tsne") {
+    for (int64_t i = 0; i < in.N; ++i) groups[in.labels[i]].push_back(i);
   } else {
     auto& all = groups[0];
-    all.resize(static_cast<size_t>(N));
-    for (int64_t i = 0; i < N; ++i) all[i] = i;
+    all.resize(static_cast<size_t>(in.N));
+    for (int64_t i = 0; i < in.N; ++i) all[i] = i;
   }
-  if (method == "tsne")
+  if (e.method == "tsne")
     for (const auto& [label, idx] : groups)
-      if (double(idx.size()) - 1.0 < 3.0 * opt.perplexity)
+      if (double(idx.size()) - 1.0 < 3.0 * e.opt.perplexity)
         throw Error(cat(
-            input, ": perplexity ", opt.perplexity, " needs N-1 >= 3 x perplexity, i.e. at least ",
-            int64_t(std::ceil(3.0 * opt.perplexity)) + 1, " points",
-            per_class ? cat(" per class; class ", label, " has ") : std::string("; found "),
+            input, ": perplexity ", e.opt.perplexity, " needs N-1 >= 3 x perplexity, i.e. at least ",
+            int64_t(std::ceil(3.0 * e.opt.perplexity)) + 1, " points",
+            e.per_class ? cat(" per class; class ", label, " has ") : std::string("; found "),
             idx.size(), " (lower embed.tsne.perplexity)"));
+  return groups;
+}
 
-  // ---- PCA (distributed fit, local projection; the rows go where they are embedded) ----
-  auto t_pca = std::chrono::steady_clock::now();
-  const int64_t kreq = cfg.get_int("embed.pca.components");
-  PcaModel pca =
-      pca_fit(comm, in.x.data(), in.rows.size(), in.F, kreq, cfg.get_bool("embed.pca.whiten"));
-  const int64_t k = pca.components;
-  SIEVE_CHECK(method != "pca" || k >= opt.dims, input, ": embed.method=pca needs at least ",
-              opt.dims, " features, found ", in.F);
-  std::vector<float> local(size_t(in.rows.size() * k));
-  pca_transform(pca, in.x.data(), in.rows.size(), local.data());
+// The PCA projection and where each group is embedded.
+struct Placement {
+  PcaModel pca;
+  std::vector<float> local;  // [in.rows.size(), k] this rank's projected rows
+  bool class_parallel = false;
+  std::vector<int> owner;    // rank embedding group g (-1: all ranks together)
+  std::vector<float> Xp;     // the projected rows this rank embeds
+  std::vector<int64_t> slot;  // slot[row]: where a global row sits in Xp (-1: not here)
+};
+
+// PCA: a distributed fit and a local projection (in.x is released after it).
+void project(const Comm& comm, const EmbedSettings& e, FeatureBlock& in, const std::string& input,
+             Placement& p) {
+  p.pca = pca_fit(comm, in.x.data(), in.rows.size(), in.F, e.pca_components, e.whiten);
+  const int64_t k = p.pca.components;
+  SIEVE_CHECK(e.method != "pca" || k >= e.opt.dims, input, ": embed.method=pca needs at least ",
+              e.opt.dims, " features, found ", in.F);
+  p.local.resize(size_t(in.rows.size() * k));
+  pca_transform(p.pca, in.x.data(), in.rows.size(), p.local.data());
   std::vector<float>().swap(in.x);
-  // ---- who embeds what ----
-  // Per-class runs with at least as many classes as ranks are spread over the ranks whole
-  // (largest class first, to the least-loaded rank), each embedded on its rank alone: no
-  // per-iteration allgather, and the result of a class does not depend on the rank count.
-  // Otherwise each group is embedded by all ranks together (rows split across them).
-  const int d = opt.dims;
+}
+
+// Who embeds what. Per-class runs with at least as many classes as ranks are spread over
+// the ranks whole (largest class first, to the least-loaded rank), each embedded on its rank
+// alone: no per-iteration allgather, and the result of a class does not depend on the rank
+// count. Otherwise each group is embedded by all ranks together (rows split across them).
+// The projected rows each rank needs: with classes spread over the ranks, only its own
+// classes' rows (sent by alltoallv: per-rank memory shrinks as ranks are added); with a
+// group embedded by all ranks together, every row (allgather).
+void distribute(const Comm& comm, const Groups& groups, const FeatureBlock& in, Placement& p) {
+  const int64_t N = in.N, k = p.pca.components;
   const int G = int(groups.size());
-  const bool class_parallel = G > 1 && comm.size() > 1 && G >= comm.size();
-  std::vector<int> owner(static_cast<size_t>(G), -1);  // rank embedding group g (-1: all)
-  if (class_parallel) {
+  p.class_parallel = G > 1 && comm.size() > 1 && G >= comm.size();
+  p.owner.assign(static_cast<size_t>(G), -1);
+  if (p.class_parallel) {
     std::vector<int64_t> size_of;
     for (const auto& [label, idx] : groups) size_of.push_back(int64_t(idx.size()));
     const std::vector<std::vector<int>> dealt = deal_largest_first(size_of, comm.size());
     for (int r = 0; r < comm.size(); ++r)
-      for (int g : dealt[size_t(r)]) owner[size_t(g)] = r;
+      for (int g : dealt[size_t(r)]) p.owner[size_t(g)] = r;
   }
-  // The projected rows each rank needs: with classes spread over the ranks, only its own
-  // classes' rows (sent by alltoallv: per-rank memory shrinks as ranks are added); with a
-  // group embedded by all ranks together, every row (allgather). slot[row]: where a global
-  // row sits in Xp (-1: not on this rank).
-  std::vector<int64_t> slot(static_cast<size_t>(N), -1);
-  std::vector<float> Xp;
-  if (class_parallel) {
-    std::vector<int> group_of(static_cast<size_t>(N), -1);
-    {
-      int gi = 0;
-      for (const auto& [label, idx] : groups) {
-        for (int64_t r : idx) group_of[size_t(r)] = gi;
-        ++gi;
-      }
-    }
-    std::vector<int> counts(size_t(comm.size()), 0);
-    std::vector<std::vector<float>> to(size_t(comm.size()));
-    for (int64_t i = 0; i < in.rows.size(); ++i) {  // ascending rows, so each rank gets its
-      const int dest = owner[size_t(group_of[size_t(in.rows.begin + i)])];  // rows in order
-      to[size_t(dest)].insert(to[size_t(dest)].end(), local.begin() + i * k,
-                              local.begin() + (i + 1) * k);
-      counts[size_t(dest)] += int(k);
-    }
-    std::vector<float> send;
-    for (auto& v : to) send.insert(send.end(), v.begin(), v.end()), std::vector<float>().swap(v);
-    Xp = comm.alltoallv(send, counts);
-    int64_t at = 0;
-    for (int64_t r = 0; r < N; ++r)
-      if (owner[size_t(group_of[size_t(r)])] == comm.rank()) slot[size_t(r)] = at++;
-    SIEVE_ASSERT(at * k == int64_t(Xp.size()), "alltoallv delivered ", Xp.size(), " values for ",
-                 at, " rows");
-  } else {
-    Xp = comm.allgatherv(local);  // [N,k] on every rank
-    for (int64_t r = 0; r < N; ++r) slot[size_t(r)] = r;
+  p.slot.assign(static_cast<size_t>(N), -1);
+  if (!p.class_parallel) {
+    p.Xp = comm.allgatherv(p.local);  // [N,k] on every rank
+    for (int64_t r = 0; r < N; ++r) p.slot[size_t(r)] = r;
+    return;
   }
-  double ev = 0.0;
-  for (double r : pca.explained_ratio) ev += r;
-  log::infof("PCA: ", N, " x ", in.F, " -> ", k, " components (", 100.0 * ev,
-             "% of the variance) in ", log::format_duration(seconds_since(t_pca)));
+  std::vector<int> group_of(static_cast<size_t>(N), -1);
+  {
+    int gi = 0;
+    for (const auto& [label, idx] : groups) {
+      for (int64_t r : idx) group_of[size_t(r)] = gi;
+      ++gi;
+    }
+  }
+  std::vector<int> counts(size_t(comm.size()), 0);
+  std::vector<std::vector<float>> to(size_t(comm.size()));
+  for (int64_t i = 0; i < in.rows.size(); ++i) {  // ascending rows, so each rank gets its
+    const int dest = p.owner[size_t(group_of[size_t(in.rows.begin + i)])];  // rows in order
+    to[size_t(dest)].insert(to[size_t(dest)].end(), p.local.begin() + i * k,
+                            p.local.begin() + (i + 1) * k);
+    counts[size_t(dest)] += int(k);
+  }
+  std::vector<float> send;
+  for (auto& v : to) send.insert(send.end(), v.begin(), v.end()), std::vector<float>().swap(v);
+  p.Xp = comm.alltoallv(send, counts);
+  int64_t at = 0;
+  for (int64_t r = 0; r < N; ++r)
+    if (p.owner[size_t(group_of[size_t(r)])] == comm.rank()) p.slot[size_t(r)] = at++;
+  SIEVE_ASSERT(at * k == int64_t(p.Xp.size()), "alltoallv delivered ", p.Xp.size(),
+               " values for ", at, " rows");
+}
 
-  const Comm self = Comm::self();
-  std::vector<double> Y(size_t(N * d), 0.0);
+// The embedding of every row and, per group, its figures.
+struct Embedded {
+  std::vector<double> Y;  // [N, d], row order
   // Per group: KL, 10-NN preservation, trustworthiness, its points, seconds.
-  constexpr int kStats = 5;
-  std::vector<double> stats(static_cast<size_t>(G * kStats), 0.0);
-  const int64_t max_trust = cfg.get_int("embed.quality.trustworthiness_points");
-  std::string rep_used = "none", knn_used = "none";
+  static constexpr int kStats = 5;
+  std::vector<double> stats;
+  std::string repulsion = "none", knn = "none";  // the methods used (the last group's)
+};
+
+Embedded embed_groups(const Comm& comm, EmbedSettings& e, const Groups& groups,
+                      const Placement& p, int64_t N) {
+  const int64_t k = p.pca.components;
+  const int d = e.opt.dims;
+  const int G = int(groups.size());
+  const Comm self = Comm::self();
+  Embedded out;
+  out.Y.assign(size_t(N * d), 0.0);
+  out.stats.assign(static_cast<size_t>(G * Embedded::kStats), 0.0);
+  TsneOptions& opt = e.opt;
   int g = -1;
   for (const auto& [label, idx] : groups) {
     ++g;
-    const bool mine = owner[g] < 0 || owner[g] == comm.rank();
+    const bool mine = p.owner[g] < 0 || p.owner[g] == comm.rank();
     const int64_t n = int64_t(idx.size());
-    if (method == "tsne") {  // chosen on every rank: rank 0 records the last one used
-      opt.repulsion = rep_name == "auto" ? (d == 2 && n >= 2000 ? RepulsionMethod::Fft
-                                                                : RepulsionMethod::BarnesHut)
-                                         : parse_repulsion(rep_name);
-      rep_used = repulsion_name(opt.repulsion);
-      knn_used = knn_method_name(resolve_knn_method(opt.knn, n));
+    if (e.method == "tsne") {  // chosen on every rank: rank 0 records the last one used
+      opt.repulsion = e.repulsion == "auto" ? (d == 2 && n >= 2000 ? RepulsionMethod::Fft
+                                                                   : RepulsionMethod::BarnesHut)
+                                            : parse_repulsion(e.repulsion);
+      out.repulsion = repulsion_name(opt.repulsion);
+      out.knn = knn_method_name(resolve_knn_method(opt.knn, n));
     }
     if (!mine) continue;
-    const Comm& gcomm = owner[g] < 0 ? comm : self;
+    const Comm& gcomm = p.owner[g] < 0 ? comm : self;
     // rows[t]: the input row embedded t-th. In k-means cell order for large groups (the
     // attractive loop's gathers stay in cache, knn_approx.hpp); the output keeps row order.
     std::vector<int64_t> rows = idx;
     std::vector<float> Xg(size_t(n * k));
     auto gather = [&] {
       for (int64_t t = 0; t < n; ++t)
-        std::copy(Xp.begin() + slot[rows[t]] * k, Xp.begin() + (slot[rows[t]] + 1) * k,
+        std::copy(p.Xp.begin() + p.slot[rows[t]] * k, p.Xp.begin() + (p.slot[rows[t]] + 1) * k,
                   Xg.begin() + t * k);
     };
     gather();
-    if (method == "tsne" &&
-        (locality == "on" || (locality == "auto" && n >= kLocalityOrderMinPoints))) {
+    if (e.method == "tsne" &&
+        (e.locality == "on" || (e.locality == "auto" && n >= kLocalityOrderMinPoints))) {
       const std::vector<int64_t> order = locality_order(Xg.data(), n, k);
       for (int64_t t = 0; t < n; ++t) rows[t] = idx[order[t]];
       gather();
     }
     std::vector<double> Yg(size_t(n * d));
     TsneResult tr;
-    if (method == "tsne") {
+    if (e.method == "tsne") {
       opt.label = G > 1 ? cat("t-SNE class ", label) : std::string("t-SNE");
       tr = tsne(gcomm, Xg.data(), n, k, opt);
       Yg = tr.Y;
-      log::infof(opt.label, ": ", n, " points, ", rep_used, " repulsion, KL ", tr.kl, " in ",
+      log::infof(opt.label, ": ", n, " points, ", out.repulsion, " repulsion, KL ", tr.kl, " in ",
                  log::format_duration(tr.seconds), " (k-NN + P ",
                  log::format_duration(tr.seconds_affinity), " of which k-NN ",
                  knn_method_name(tr.knn_used), " ", log::format_duration(tr.seconds_knn),
@@ -229,69 +267,88 @@ void reduce_dims(const Comm& comm, const Config& cfg, const std::string& input,
       for (int64_t t = 0; t < n; ++t)
         for (int c = 0; c < d; ++c) Yg[t * d + c] = Xg[t * k + c];
     }
-    int64_t mt = std::max<int64_t>(1, max_trust * n / N);
+    int64_t mt = std::max<int64_t>(1, e.max_trust * n / N);
     Quality q = embedding_quality(gcomm, Xg.data(), n, k, Yg.data(), d, mt, 10,
-                                  method == "tsne" ? &tr.knn : nullptr, tr.knn_k);
+                                  e.method == "tsne" ? &tr.knn : nullptr, tr.knn_k);
     // A group embedded by all ranks ends with the same Y and figures on every rank.
-    double* st = stats.data() + g * kStats;
+    double* st = out.stats.data() + g * Embedded::kStats;
     st[0] = tr.kl;
     st[1] = q.knn_preservation;
     st[2] = q.trustworthiness;
     st[3] = double(q.trust_points);
     st[4] = tr.seconds;
     for (int64_t t = 0; t < n; ++t)
-      for (int c = 0; c < d; ++c) Y[rows[t] * d + c] = Yg[t * d + c];
+      for (int c = 0; c < d; ++c) out.Y[rows[t] * d + c] = Yg[t * d + c];
   }
-  if (class_parallel) {
+  if (p.class_parallel) {
     // Each entry of Y and stats was written by its class's rank only (zeros elsewhere):
     // the sums assemble them exactly.
-    comm.allreduce_sum(Y.data(), Y.size());
-    comm.allreduce_sum(stats.data(), stats.size());
+    comm.allreduce_sum(out.Y.data(), out.Y.size());
+    comm.allreduce_sum(out.stats.data(), out.stats.size());
   }
-  double kl_weighted = 0.0, pres = 0.0, trust = 0.0;
+  return out;
+}
+
+// The whole embedding's figures: the groups' KL, 10-NN preservation and trustworthiness
+// weighted by their points.
+struct Figures {
+  double kl = 0.0, preservation = 0.0, trust = 0.0;
   int64_t trust_points = 0;
-  g = -1;
+};
+
+Figures summarise(const EmbedSettings& e, const Groups& groups, const Placement& p,
+                  const Embedded& em, int64_t N) {
+  Figures fig;
+  double kl_weighted = 0.0;
+  int g = -1;
   for (const auto& [label, idx] : groups) {
     ++g;
     const double n = double(idx.size());
-    const double* st = stats.data() + g * kStats;
+    const double* st = em.stats.data() + g * Embedded::kStats;
     kl_weighted += st[0] * n;
-    pres += st[1] * n;
-    trust += st[2] * n;
-    trust_points += int64_t(st[3]);
-    if (class_parallel && owner[g] != 0)  // rank 0 printed its own classes as they ended
-      log::infof("t-SNE class ", label, ": ", int64_t(n), " points on rank ", owner[g], ", KL ",
+    fig.preservation += st[1] * n;
+    fig.trust += st[2] * n;
+    fig.trust_points += int64_t(st[3]);
+    if (p.class_parallel && p.owner[g] != 0)  // rank 0 printed its own classes as they ended
+      log::infof("t-SNE class ", label, ": ", int64_t(n), " points on rank ", p.owner[g], ", KL ",
                  st[0], " in ", log::format_duration(st[4]));
   }
-  pres /= double(N);
-  trust /= double(N);
-  const double kl = method == "tsne" ? kl_weighted / double(N) : std::nan("");
+  fig.preservation /= double(N);
+  fig.trust /= double(N);
+  fig.kl = e.method == "tsne" ? kl_weighted / double(N) : std::nan("");
   // With hnsw or ivf the input-space lists are the approximate ones the affinities used (an
   // exact search is what they avoid); their recall is in docs/embed.md.
-  log::infof("quality: 10-NN preservation ", pres,
-             knn_used == "hnsw" || knn_used == "ivf"
-                 ? cat(" (input neighbours from ", knn_used, ")")
-                 : std::string(),
-             ", trustworthiness ", trust, " (", trust_points, " of ", N, " points)");
+  log::infof("quality: 10-NN preservation ", fig.preservation,
+             em.knn == "hnsw" || em.knn == "ivf" ? cat(" (input neighbours from ", em.knn, ")")
+                                                 : std::string(),
+             ", trustworthiness ", fig.trust, " (", fig.trust_points, " of ", N, " points)");
+  return fig;
+}
 
-  // ---- output ----
-  std::string params = method == "tsne"
-                           ? cat("pca_components=", k, " whiten=", pca.whiten, " dims=", d,
+// Written by all ranks together (parallel HDF5): each writes its block of rows, so no rank
+// ever holds the whole [N, k] projection.
+void write_embedding(const Comm& comm, const Config& cfg, const EmbedSettings& e,
+                     const FeatureBlock& in, const Placement& p, const Embedded& em,
+                     const Figures& fig, const std::string& input, const std::string& output,
+                     bool overwrite) {
+  const TsneOptions& opt = e.opt;
+  const int64_t N = in.N, k = p.pca.components;
+  const int d = opt.dims;
+  std::string params = e.method == "tsne"
+                           ? cat("pca_components=", k, " whiten=", p.pca.whiten, " dims=", d,
                                  " perplexity=", opt.perplexity, " iterations=", opt.iterations,
                                  " early_exaggeration=", opt.exaggeration,
                                  " exaggeration_iterations=", opt.exaggeration_iterations,
-                                 " learning_rate=", opt.learning_rate, " repulsion=", rep_used,
-                                 " knn=", knn_used, " locality_order=", locality,
+                                 " learning_rate=", opt.learning_rate, " repulsion=", em.repulsion,
+                                 " knn=", em.knn, " locality_order=", e.locality,
                                  " theta=", opt.theta, " init=", opt.pca_init ? "pca" : "random",
-                                 " per_class=", per_class, " ranks=", comm.size())
-                           : cat("pca_components=", k, " whiten=", pca.whiten, " dims=", d);
-  // Written by all ranks together (parallel HDF5): each writes its block of rows, so no rank
-  // ever holds the whole [N, k] projection.
+                                 " per_class=", e.per_class, " ranks=", comm.size())
+                           : cat("pca_components=", k, " whiten=", p.pca.whiten, " dims=", d);
   AtomicOutput out(output, overwrite, comm, false, schema::kEmbedding, {input});
   auto agreed = [&](auto&& step) { agreed_step(comm, step); };
   h5::File f = h5::File::create(out.tmp_path(), &comm);
   const hsize_t r0 = hsize_t(in.rows.begin), rn = hsize_t(in.rows.size());
-  std::vector<float> Yf(Y.begin() + in.rows.begin * d, Y.begin() + in.rows.end * d);
+  std::vector<float> Yf(em.Y.begin() + in.rows.begin * d, em.Y.begin() + in.rows.end * d);
   agreed([&] {
     f.create_dataset<float>("/embedding", {hsize_t(N), hsize_t(d)});
     f.create_dataset<float>("/pca", {hsize_t(N), hsize_t(k)});
@@ -299,23 +356,23 @@ void reduce_dims(const Comm& comm, const Config& cfg, const std::string& input,
     f.create_dataset<int64_t>("/sample_id", {hsize_t(N)});
   });
   agreed([&] { f.write_rows<float>("/embedding", r0, rn, Yf.data()); });
-  agreed([&] { f.write_rows<float>("/pca", r0, rn, local.data()); });
+  agreed([&] { f.write_rows<float>("/pca", r0, rn, p.local.data()); });
   agreed([&] { f.write_rows<int32_t>("/labels", r0, rn, in.labels.data() + in.rows.begin); });
   agreed([&] { f.write_rows<int64_t>("/sample_id", r0, rn, in.sample_id.data() + in.rows.begin); });
   agreed([&] {
-    f.set_attr("/", "method", method);
+    f.set_attr("/", "method", e.method);
     f.set_attr("/", "parameters", params);
     f.set_attr("/", "perplexity", opt.perplexity);
-    f.set_attr("/", "iterations", int64_t(method == "tsne" ? opt.iterations : 0));
-    f.set_attr("/", "per_class", int64_t(per_class));
-    f.set_attr("/", "kl_divergence", kl);
-    f.set_attr("/", "knn_preservation", pres);
-    f.set_attr("/", "trustworthiness", trust);
-    f.set_attr("/", "trustworthiness_points", trust_points);
+    f.set_attr("/", "iterations", int64_t(e.method == "tsne" ? opt.iterations : 0));
+    f.set_attr("/", "per_class", int64_t(e.per_class));
+    f.set_attr("/", "kl_divergence", fig.kl);
+    f.set_attr("/", "knn_preservation", fig.preservation);
+    f.set_attr("/", "trustworthiness", fig.trust);
+    f.set_attr("/", "trustworthiness_points", fig.trust_points);
     f.set_attr("/", "trustworthiness_note",
-               cat("trustworthiness (k=10) averaged over ", trust_points, " of ", N,
-                   trust_points < N ? " points (evenly spaced subsample)" : " points (all)"));
-    f.set_attr("/", "pca_explained_variance", pca.explained_ratio);
+               cat("trustworthiness (k=10) averaged over ", fig.trust_points, " of ", N,
+                   fig.trust_points < N ? " points (evenly spaced subsample)" : " points (all)"));
+    f.set_attr("/", "pca_explained_variance", p.pca.explained_ratio);
     f.set_attr("/", "input", input);
     h5::stamp(f, schema::kEmbedding, cfg.to_yaml());
     lineage::stamp_derived(f, schema::kEmbedding, cfg.to_yaml(), lineage::lineage_of(input));
@@ -323,6 +380,32 @@ void reduce_dims(const Comm& comm, const Config& cfg, const std::string& input,
   agreed([&] { f.close(); });
   if (comm.is_root()) write_resolved_config(config_sidecar_path(output), cfg.to_yaml());
   out.commit();
+}
+
+}  // namespace
+
+// The stage as named phases: settings, read, groups, PCA, distribute, embed, figures, write.
+void reduce_dims(const Comm& comm, const Config& cfg, const std::string& input,
+                 const std::string& output, bool overwrite) {
+  auto t_start = std::chrono::steady_clock::now();
+  check_output_path(output, overwrite, schema::kEmbedding, {input});
+  check_resolved_config_path(config_sidecar_path(output));
+  EmbedSettings e = read_settings(cfg);
+  FeatureBlock in = read_features(comm, input);
+  const Groups groups = make_groups(e, in, input);
+
+  auto t_pca = std::chrono::steady_clock::now();
+  Placement p;
+  project(comm, e, in, input, p);
+  distribute(comm, groups, in, p);
+  double ev = 0.0;
+  for (double r : p.pca.explained_ratio) ev += r;
+  log::infof("PCA: ", in.N, " x ", in.F, " -> ", p.pca.components, " components (", 100.0 * ev,
+             "% of the variance) in ", log::format_duration(seconds_since(t_pca)));
+
+  const Embedded em = embed_groups(comm, e, groups, p, in.N);
+  const Figures fig = summarise(e, groups, p, em, in.N);
+  write_embedding(comm, cfg, e, in, p, em, fig, input, output, overwrite);
   log::infof("wrote ", output, " in ", log::format_duration(seconds_since(t_start)));
 }
 

@@ -9,7 +9,9 @@
 // Output (sieve.embedding/1): /embedding float32 [N,d], /pca float32 [N,k], /labels,
 // /sample_id, and attributes method, parameters, perplexity, iterations, kl_divergence,
 // knn_preservation, trustworthiness (+ trustworthiness_points), pca_explained_variance.
-// Written by rank 0 through AtomicOutput (every array is already whole on rank 0).
+// Written by all ranks together through AtomicOutput (parallel HDF5, a block of rows
+// each). libcore/embed/reduce.cpp reads as its phases: settings, groups, PCA, who embeds
+// which group, the embedding, its figures, the file.
 #pragma once
 #include <cstdint>
 #include <string>
