@@ -114,6 +114,10 @@ void load_dataset(RunData& d) {
     ds.noise_truth = f.read_all<uint8_t>("/train/noise_truth");
     ds.train_sample_id = f.read_all<int64_t>("/train/sample_id");
   }
+  if (f.has_attr("/", "label_noise_kind")) {
+    ds.injected_kind = f.attr_string("/", "label_noise_kind");
+    ds.injected_rate = f.attr_double("/", "label_noise_rate");
+  }
 }
 
 // A file the report joins with the dataset by sample_id must come from that dataset.

@@ -76,6 +76,10 @@ struct DatasetInfo {
   bool has_noise_truth = false;
   std::vector<uint8_t> noise_truth;      // [n_train] when has_noise_truth
   std::vector<int64_t> train_sample_id;  // [n_train] when has_noise_truth
+  // data.label_noise as applied by shard_dataset (root attributes label_noise_*); kind "":
+  // none (the noise, if any, came with the source, e.g. synthetic data's own).
+  std::string injected_kind;
+  double injected_rate = 0;
 };
 
 struct ClassRow {  // one row of the paper's Table I

@@ -95,6 +95,20 @@ void detector_comparison(SectionContext& c, const FilterInfo& f) {
                {"data/detector_pr.csv", "data/detectors.csv"}, "fig-detectors");
 }
 
+// ", with noise ground truth (N of M training samples noisy; data.label_noise: ...)", or "":
+// a config's title may name another noise than the run injected (--set overrides it), so
+// the report says what the dataset carries.
+std::string noise_description(const DatasetInfo& ds) {
+  if (!ds.has_noise_truth) return "";
+  int64_t noisy = 0;
+  for (uint8_t v : ds.noise_truth) noisy += v != 0;
+  return cat(", with noise ground truth (", noisy, " of ", ds.n_train, " training samples noisy",
+             ds.injected_kind.empty()
+                 ? std::string()
+                 : cat("; data.label_noise: ", 100.0 * ds.injected_rate, " % ", ds.injected_kind),
+             ")");
+}
+
 }  // namespace
 
 void section_overview(SectionContext& c) {
@@ -108,7 +122,7 @@ void section_overview(SectionContext& c) {
                       ? cat(d.dataset.kind, ", ", d.dataset.n_train, " train / ", d.dataset.n_test,
                             " test samples of ", shape_str(d.dataset.sample_shape), ", ",
                             d.dataset.num_classes, " classes",
-                            d.dataset.has_noise_truth ? ", with noise ground truth" : "")
+                            noise_description(d.dataset))
                       : ""});
   rows.push_back({"pretrain/metrics.jsonl", status(!d.pretrain_metrics.empty()),
                   d.pretrain_metrics.empty() ? "" : cat(d.pretrain_metrics.size(), " epochs")});

@@ -6,7 +6,8 @@
 #     them) train identically (2 ranks), and their train_acc_clean sum to 1; j = 0 equals
 #     the trainer's own train_acc, per epoch in metrics.jsonl and in result.json.
 #  2. The report on the real noisy dataset shows "gen. gap % (given labels)" and
-#     "gen. gap % (clean labels)"; the latter is train_acc_clean − final_test_acc.
+#     "gen. gap % (clean labels)"; the latter is train_acc_clean − final_test_acc; its
+#     overview counts the samples the dataset marks noisy.
 . "${SIEVE_SOURCE_DIR:?}/tests/fault/fault_common.bash"
 for t in train_scaled report; do
   [ -x "$TOOLS/$t" ] || { echo "SKIP: $TOOLS/$t not built" >&2; exit 77; }
@@ -65,6 +66,12 @@ clean = float(row[head.index("gen. gap % (clean labels)")])
 assert abs(given - 100 * (r["train_acc"] - r["final_test_acc"])) < 0.006, (given, r)
 assert abs(clean - 100 * (r["train_acc_clean"] - r["final_test_acc"])) < 0.006, (clean, r)
 print(f"  report: gen. gap {given} % on the given labels, {clean} % on the clean labels")
+# The overview says how many training samples the dataset marks noisy (its ground truth).
+import h5py
+noisy = int((h5py.File(f"{d}/dataset.h5", "r")["/train/noise_truth"][()] != 0).sum())
+ds_row = next(x for x in rows if x[0] == "dataset.h5")
+want = f"with noise ground truth ({noisy} of 240 training samples noisy)"
+assert noisy > 0 and want in ds_row[2], (want, ds_row)
 PYEOF
 grep -q "Train acc. on the given (noisy) labels − test acc." "$dir/noisy/report/gnuplot/gen_gap_vs_batch.gp" ||
   fail "the gap figure's title does not say what it measures"
