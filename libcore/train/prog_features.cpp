@@ -81,33 +81,119 @@ void forward_block(nn::Model& m, const SplitData& d, const DatasetMeta& meta, in
   }
 }
 
+// The model to embed with: --model, else features.model (auto: the early model when pretrain
+// wrote one). Returns its path; `choice` says which ("--model", "early" or "final").
+std::string choose_model(ToolContext& ctx, const RunPaths& rp, std::string* choice) {
+  std::string model_path = ctx.flag("model");
+  *choice = "--model";
+  if (model_path.empty()) {
+    *choice = ctx.cfg.get_string("features.model");
+    if (*choice == "auto") *choice = fs::exists(rp.early_model()) ? "early" : "final";
+    model_path = *choice == "early" ? rp.early_model() : rp.model();
+    if (*choice == "early" && !fs::exists(model_path))
+      throw Error(cat("features.model=early: ", model_path,
+                      " does not exist (pretrain writes it when pretrain.holdout > 0)"));
+    log::info(cat("features from the ", *choice, " model ", model_path,
+                  *choice == "early" ? " (held-out accuracy peak)" : ""));
+  }
+  // model.h5 and model_early.h5 are one pretrain run's set (io/output_set.hpp): a pair of
+  // different runs (left by an older Sieve, or a crash while the set was committed) is
+  // refused rather than embedded from.
+  const fs::path mp(model_path);
+  std::string base = mp.stem().string();
+  if (base.ends_with("_early")) base.resize(base.size() - 6);
+  check_same_run({(mp.parent_path() / (base + ".h5")).string(),
+                  (mp.parent_path() / (base + "_early.h5")).string()});
+  return model_path;
+}
+
+// The model's input must be the dataset's samples. Features from a model trained on other
+// data are legitimate (transfer), but rarely what the pipeline means: say so once.
+void check_model_fits(const nn::Model& model, const std::string& model_path,
+                      const lineage::Lineage& of_model, const data::DatasetFile& ds,
+                      const std::string& dataset) {
+  const auto& sp = model.spec();
+  const bool ok = ds.is_image() ? (sp.in_features == 0 && sp.in_channels == ds.channels() &&
+                                   sp.in_height == ds.height() && sp.in_width == ds.width())
+                                : sp.in_features == ds.features();
+  SIEVE_CHECK(ok, model_path, ": model input ",
+              sp.in_features ? cat("[", sp.in_features, "]")
+                             : cat("[", sp.in_channels, ",", sp.in_height, ",", sp.in_width, "]"),
+              " does not match the samples of ", dataset);
+  const std::string& trained_on = of_model.dataset_fingerprint;
+  if (!trained_on.empty() && !ds.fingerprint().empty() && trained_on != ds.fingerprint())
+    log::warn(cat(model_path, " was trained on another dataset (", trained_on, ") than ", dataset,
+                  " (", ds.fingerprint(), "); extracting anyway"));
+}
+
+// What the features file says of itself: the model, its choice, precision and what
+// /train/probs are (docs/formats.md: the detectors' and the report's reading of them).
+void write_attributes(h5::File& f, const nn::Model& model, const std::string& model_path,
+                      const std::string& model_choice, nn::DType dtype, const std::string& backend,
+                      int64_t num_classes, const std::optional<OutOfFold>& oof) {
+  f.set_attr("/", "layer", std::string("penultimate"));
+  f.set_attr("/", "model", model_path);
+  f.set_attr("/", "model_choice", model_choice);
+  f.set_attr("/", "arch", model.spec().arch);
+  f.set_attr("/", "precision", std::string(nn::dtype_name(dtype)));
+  f.set_attr("/", "backend", backend);
+  f.set_attr("/", "feature_dim", int64_t(model.feature_dim()));
+  f.set_attr("/", "num_classes", num_classes);
+  f.set_attr("/", "probs_source", std::string(oof ? "out_of_fold" : "in_sample"));
+  f.set_attr("/", "folds", int64_t(oof ? oof->folds : 0));
+  if (oof) f.set_attr("/", "fold_models", oof->choice);
+}
+
+// One split: each rank forwards its contiguous rows a block at a time (streamed: a rank's
+// memory does not grow with the dataset) and all ranks write every block collectively.
+// Each collective write's outcome is agreed on: a rank whose write failed (disk full hits
+// the rank writing the highest offsets first) must not leave the others inside the next
+// collective; all ranks then fail with its one line and the temporary file is removed.
+void embed_split(const Comm& comm, h5::File& f, nn::Model& model, const data::DatasetFile& ds,
+                 const DatasetMeta& meta, data::Split s, int64_t batch, int64_t block,
+                 const OutOfFold* use_oof) {
+  auto agreed = [&](auto&& step) { agreed_step(comm, step); };
+  const int F = model.feature_dim();
+  const int K = model.num_classes();
+  const std::string g = "/" + std::string(data::split_name(s));
+  const int64_t n = ds.rows(s);
+  f.create_dataset<float>(g + "/features", {hsize_t(n), hsize_t(F)}, 4096);
+  f.create_dataset<float>(g + "/probs", {hsize_t(n), hsize_t(K)}, 4096);
+  f.create_dataset<int32_t>(g + "/labels", {hsize_t(n)});
+  f.create_dataset<int64_t>(g + "/sample_id", {hsize_t(n)});
+  if (use_oof) f.create_dataset<int32_t>(g + "/fold", {hsize_t(n)});
+  const Range mine = block_range(n, comm.rank(), comm.size());
+  // Every write is collective: the same number of blocks on every rank (the last ones
+  // may be empty on a rank with fewer rows).
+  const int64_t blocks = comm.allreduce_max((mine.size() + block - 1) / block);
+  log::Progress prog(cat("features ", data::split_name(s)), n, "images");
+  std::vector<float> feats, probs;
+  std::vector<int32_t> fold_of;
+  for (int64_t k = 0; k < blocks; ++k) {
+    const int64_t a = std::min(mine.end, mine.begin + k * block);
+    const int64_t b = std::min(mine.end, a + block);
+    const SplitData d = read_rows(ds, s, a, b);
+    forward_block(model, d, meta, batch, use_oof, a, &feats, &probs, &fold_of);
+    const hsize_t r0 = hsize_t(a), cnt = hsize_t(b - a);
+    if (use_oof) agreed([&] { f.write_rows<int32_t>(g + "/fold", r0, cnt, fold_of.data()); });
+    agreed([&] { f.write_rows<float>(g + "/features", r0, cnt, feats.data()); });
+    agreed([&] { f.write_rows<float>(g + "/probs", r0, cnt, probs.data()); });
+    agreed([&] { f.write_rows<int32_t>(g + "/labels", r0, cnt, d.labels.data()); });
+    agreed([&] { f.write_rows<int64_t>(g + "/sample_id", r0, cnt, d.sample_id.data()); });
+    prog.update(std::min(n, (b - mine.begin) * comm.size()));
+  }
+  prog.finish();
+}
+
 }  // namespace
 
+// The stage as named phases: choose the model, load it (and the fold models), check it fits
+// the dataset, write the attributes, embed each split, commit.
 void extract_features_main(ToolContext& ctx) {
   const RunPaths rp = run_paths(ctx.cfg);
   const std::string dataset = ctx.path_flag("dataset", rp.dataset());
-  std::string model_path = ctx.flag("model");
-  std::string model_choice = "--model";
-  if (model_path.empty()) {
-    model_choice = ctx.cfg.get_string("features.model");
-    if (model_choice == "auto") model_choice = fs::exists(rp.early_model()) ? "early" : "final";
-    model_path = model_choice == "early" ? rp.early_model() : rp.model();
-    if (model_choice == "early" && !fs::exists(model_path))
-      throw Error(cat("features.model=early: ", model_path,
-                      " does not exist (pretrain writes it when pretrain.holdout > 0)"));
-    log::info(cat("features from the ", model_choice, " model ", model_path,
-                  model_choice == "early" ? " (held-out accuracy peak)" : ""));
-  }
-  {
-    // model.h5 and model_early.h5 are one pretrain run's set (io/output_set.hpp): a pair of
-    // different runs (left by an older Sieve, or a crash while the set was committed) is
-    // refused rather than embedded from.
-    const fs::path mp(model_path);
-    std::string base = mp.stem().string();
-    if (base.ends_with("_early")) base.resize(base.size() - 6);
-    check_same_run({(mp.parent_path() / (base + ".h5")).string(),
-                    (mp.parent_path() / (base + "_early.h5")).string()});
-  }
+  std::string model_choice;
+  const std::string model_path = choose_model(ctx, rp, &model_choice);
   const std::string output = ctx.path_flag("output", rp.features());
   const int64_t batch = ctx.cfg.get_int("features.batch");
   AtomicOutput out(output, ctx.overwrite, ctx.comm);
@@ -120,8 +206,6 @@ void extract_features_main(ToolContext& ctx) {
   if (!note.empty()) log::info(note);
   auto model = load_model(model_path, backend, dtype);
   const DatasetMeta meta = read_dataset_meta(dataset);
-  // Streamed: each rank reads only its own rows, a block at a time (features.block_samples), so
-  // a rank's memory does not grow with the dataset.
   const data::DatasetFile ds = data::DatasetFile::open(dataset);
   // Cross-fitted fold models beside the model (pretrain.folds): the training split's
   // probabilities out of fold. The features stay the model's: K models embed in K spaces.
@@ -134,90 +218,28 @@ void extract_features_main(ToolContext& ctx) {
   std::vector<data::Split> splits = {data::Split::Train};
   if (ctx.cfg.get_bool("features.test") && ds.rows(data::Split::Test) > 0)
     splits.push_back(data::Split::Test);
-  {
-    const auto& sp = model->spec();
-    const bool ok = ds.is_image() ? (sp.in_features == 0 && sp.in_channels == ds.channels() &&
-                                     sp.in_height == ds.height() && sp.in_width == ds.width())
-                                  : sp.in_features == ds.features();
-    SIEVE_CHECK(ok, model_path, ": model input ",
-                sp.in_features ? cat("[", sp.in_features, "]")
-                               : cat("[", sp.in_channels, ",", sp.in_height, ",", sp.in_width, "]"),
-                " does not match the samples of ", dataset);
-  }
-  // Features from a model trained on other data are legitimate (transfer), but rarely what
-  // the pipeline means: say so once.
   const lineage::Lineage of_model = lineage::lineage_of(model_path);
-  const lineage::Input& model_in = of_model.inputs.front();
-  {
-    const std::string& trained_on = of_model.dataset_fingerprint;
-    if (!trained_on.empty() && !meta.fingerprint.empty() && trained_on != meta.fingerprint)
-      log::warn(cat(model_path, " was trained on another dataset (", trained_on, ") than ", dataset,
-                    " (", meta.fingerprint, "); extracting anyway"));
-  }
-  const int F = model->feature_dim();
+  check_model_fits(*model, model_path, of_model, ds, dataset);
+
   h5::File f = h5::File::create(out.tmp_path(), &ctx.comm);
   h5::stamp(f, schema::kFeatures, ctx.cfg.to_yaml());
   lineage::stamp_derived(f, schema::kFeatures, ctx.cfg.to_yaml(),
-                         {{model_in, {dataset, meta.fingerprint}}, meta.fingerprint, ""});
-  f.set_attr("/", "layer", std::string("penultimate"));
-  f.set_attr("/", "model", model_path);
-  f.set_attr("/", "model_choice", model_choice);
-  f.set_attr("/", "arch", model->spec().arch);
-  f.set_attr("/", "precision", std::string(nn::dtype_name(dtype)));
-  f.set_attr("/", "backend", backend);
-  f.set_attr("/", "feature_dim", int64_t(F));
-  f.set_attr("/", "num_classes", int64_t(meta.num_classes));
-  // What /train/probs are (docs/formats.md): the detectors' and the report's reading of them.
-  f.set_attr("/", "probs_source", std::string(oof ? "out_of_fold" : "in_sample"));
-  f.set_attr("/", "folds", int64_t(oof ? oof->folds : 0));
-  if (oof) f.set_attr("/", "fold_models", oof->choice);
-  const int K = model->num_classes();
+                         {{of_model.inputs.front(), {dataset, meta.fingerprint}}, meta.fingerprint, ""});
+  write_attributes(f, *model, model_path, model_choice, dtype, backend, meta.num_classes, oof);
   const int64_t row_bytes = ds.row_bytes();
   const int64_t block_cfg = ctx.cfg.get_int("features.block_samples");
   const int64_t block =
       block_cfg > 0 ? block_cfg
                     : std::max<int64_t>(batch, (int64_t(64) << 20) /
                                                    std::max<int64_t>(1, row_bytes) / batch * batch);
-  // Each collective write's outcome is agreed on: a rank whose write failed (disk full hits
-  // the rank writing the highest offsets first) must not leave the others inside the next
-  // collective; all ranks then fail with its one line and the temporary file is removed.
-  auto agreed = [&](auto&& step) { agreed_step(ctx.comm, step); };
-  for (data::Split s : splits) {
-    const std::string g = "/" + std::string(data::split_name(s));
-    const int64_t n = ds.rows(s);
-    f.create_dataset<float>(g + "/features", {hsize_t(n), hsize_t(F)}, 4096);
-    f.create_dataset<float>(g + "/probs", {hsize_t(n), hsize_t(K)}, 4096);
-    f.create_dataset<int32_t>(g + "/labels", {hsize_t(n)});
-    f.create_dataset<int64_t>(g + "/sample_id", {hsize_t(n)});
-    const OutOfFold* use_oof = oof && s == data::Split::Train ? &*oof : nullptr;
-    if (use_oof) f.create_dataset<int32_t>(g + "/fold", {hsize_t(n)});
-    const Range mine = block_range(n, ctx.comm.rank(), ctx.comm.size());
-    // Every write is collective: the same number of blocks on every rank (the last ones
-    // may be empty on a rank with fewer rows).
-    const int64_t blocks = ctx.comm.allreduce_max((mine.size() + block - 1) / block);
-    log::Progress prog(cat("features ", data::split_name(s)), n, "images");
-    std::vector<float> feats, probs;
-    std::vector<int32_t> fold_of;
-    for (int64_t k = 0; k < blocks; ++k) {
-      const int64_t a = std::min(mine.end, mine.begin + k * block);
-      const int64_t b = std::min(mine.end, a + block);
-      const SplitData d = read_rows(ds, s, a, b);
-      forward_block(*model, d, meta, batch, use_oof, a, &feats, &probs, &fold_of);
-      const hsize_t r0 = hsize_t(a), cnt = hsize_t(b - a);
-      if (use_oof) agreed([&] { f.write_rows<int32_t>(g + "/fold", r0, cnt, fold_of.data()); });
-      agreed([&] { f.write_rows<float>(g + "/features", r0, cnt, feats.data()); });
-      agreed([&] { f.write_rows<float>(g + "/probs", r0, cnt, probs.data()); });
-      agreed([&] { f.write_rows<int32_t>(g + "/labels", r0, cnt, d.labels.data()); });
-      agreed([&] { f.write_rows<int64_t>(g + "/sample_id", r0, cnt, d.sample_id.data()); });
-      prog.update(std::min(n, (b - mine.begin) * ctx.comm.size()));
-    }
-    prog.finish();
-  }
-  agreed([&] { f.close(); });
+  for (data::Split s : splits)
+    embed_split(ctx.comm, f, *model, ds, meta, s, batch, block,
+                oof && s == data::Split::Train ? &*oof : nullptr);
+  agreed_step(ctx.comm, [&] { f.close(); });
   out.commit();
   if (ctx.comm.is_root()) write_resolved_config(config_sidecar_path(output), ctx.cfg.to_yaml());
-  log::info(cat("wrote ", output, ": ", F, "-dim features of ", ds.rows(data::Split::Train),
-                " train",
+  log::info(cat("wrote ", output, ": ", model->feature_dim(), "-dim features of ",
+                ds.rows(data::Split::Train), " train",
                 splits.size() > 1 ? cat(" + ", ds.rows(data::Split::Test), " test") : std::string(),
                 " samples"));
 }
