@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Every noise detector on data with known label noise of each kind: precision, recall, F1,
-# average precision, AUROC, flagged vs true count, the confident joint's estimate, and the
-# time of each stage. Natural configs, no per-cell tuning (docs/detection.md has the table).
+# average precision, AUROC, flagged vs true count, the confident joint's estimate, the
+# seconds of each detector (column s) and the time of each stage. Natural configs, no per-cell tuning (docs/detection.md has the table).
 #
 #   scripts/bench_detection.sh [--out DIR] [--cells "DATA:KIND:RATE ..."] [--ceiling] [--oracle]
 #                              [--set key=value ...]
@@ -171,8 +171,8 @@ EOF
 
 rm -f "$out/ceiling.md" "$out/oracle.md"
 failed_cells=()
-printf '| data | noise | detector | flagged | true | estimated | precision | recall | F1 | AP | AUROC |\n' >"$out/table.md"
-printf '|---|---|---|---|---|---|---|---|---|---|---|\n' >>"$out/table.md"
+printf '| data | noise | detector | flagged | true | estimated | precision | recall | F1 | AP | AUROC | s |\n' >"$out/table.md"
+printf '|---|---|---|---|---|---|---|---|---|---|---|---|\n' >>"$out/table.md"
 for cell in $cells; do
   IFS=: read -r data kind rate <<<"$cell"
   dir="$out/${data}_${kind}_${rate}"
@@ -207,7 +207,7 @@ for cell in $cells; do
     echo "bench_detection: $cell: $stage_failed failed; log: $dir/$stage_failed.log" >&2
     tail -3 "$dir/$stage_failed.log" >&2
     why="$(grep -m1 'error' "$dir/$stage_failed.log" | tr '|' '/' | cut -c1-300)"
-    printf '| %s | %s %s | %s failed: %s | | | | | | | | |\n' "$data" "$kind" "$rate" \
+    printf '| %s | %s %s | %s failed: %s | | | | | | | | | |\n' "$data" "$kind" "$rate" \
       "$stage_failed" "${why:-see its log}" >>"$out/table.md"
     failed_cells+=("$cell")
     continue
@@ -224,9 +224,10 @@ chosen = chosen.decode() if isinstance(chosen, bytes) else chosen
 for name in f["/detectors"]:
     a = f["/detectors/" + name].attrs
     mark = " (chosen)" if name == chosen else ""
+    secs = f"{a['seconds']:.2f}" if "seconds" in a else ""
     print(f"| {sys.argv[2]} | {sys.argv[3]} | {name}{mark} | {a['flagged']} | {a['truth']} | {est} | "
           f"{a['precision']:.3f} | {a['recall']:.3f} | {a['f1']:.3f} | {a['average_precision']:.3f} | "
-          f"{a['auroc']:.3f} |")
+          f"{a['auroc']:.3f} | {secs} |")
 EOF
 done
 if [ -s "$out/ceiling.md" ]; then

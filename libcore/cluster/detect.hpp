@@ -36,6 +36,9 @@ struct Detection {
   std::vector<float> score;   // [n], higher = more suspicious
   std::vector<uint8_t> flag;  // [n], 1 = flagged as noise
   std::string inputs;         // what it looked at, for the report ("t-SNE embedding", ...)
+  // Wall time of its score and decision (not of reading the inputs; the consensus reuses the
+  // others' scores, so its own is the rank averaging and the per-class decision only).
+  double seconds = 0;
 };
 
 // One rank's share of a row-distributed input [n, width] (features or probabilities), for

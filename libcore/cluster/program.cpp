@@ -18,6 +18,7 @@
 #include "io/h5.hpp"
 #include "io/lineage.hpp"
 #include "io/schemas.hpp"
+#include "util/clock.hpp"
 #include "util/log.hpp"
 
 namespace sieve::cluster {
@@ -56,6 +57,7 @@ void write_detector(h5::File& f, const Detection& d, const DetectionScore* s) {
   int64_t flagged = 0;
   for (auto v : d.flag) flagged += v != 0;
   f.set_attr(g, "flagged", flagged);
+  f.set_attr(g, "seconds", d.seconds);
   if (!s) return;
   f.set_attr(g, "precision", s->precision);
   f.set_attr(g, "recall", s->recall);
@@ -193,6 +195,7 @@ void run_cluster_methods(FilterRun& r) {
     if (!info.clusters || !r.runs(info)) continue;
     FilterOptions o = r.opt;
     o.method = info.name;
+    const auto t0 = Clock::now();
     FilterResult res = run_filter(r.ctx.comm, r.in.x.data(), r.in.n, r.in.d, r.in.labels.data(), o);
     Detection d;
     d.method = info.name;
@@ -205,6 +208,7 @@ void run_cluster_methods(FilterRun& r) {
     } else {
       d.score.assign(d.flag.begin(), d.flag.end());  // decision only: a one-point curve
     }
+    d.seconds = seconds_since(t0);
     if (!r.have_clusters || info.name == r.opt.method) {
       r.clustered = std::move(res);
       r.have_clusters = true;
@@ -238,8 +242,10 @@ void run_feature_detectors(FilterRun& r) {
     throw UsageError(cat(r.features, ": no /train/probs for filter.method=", r.opt.method,
                          " (written by extract_features)"));
   if (want_knn && fin.feats.width > 0) {
+    const auto t0 = Clock::now();
     r.dets.push_back(detect_knn_vote(r.ctx.comm, fin.feats, r.in.n, r.in.labels.data(), r.knn_k,
                                      r.knn_threshold));
+    r.dets.back().seconds = seconds_since(t0);
     fin.feats = RowShare();  // the largest input: free it for the rest
   }
   // The suggested label: the class the model finds most likely (each rank its rows).
@@ -263,9 +269,12 @@ void run_feature_detectors(FilterRun& r) {
         "class probabilities of ", r.features, ": ",
         r.probs_source.empty() ? std::string("in sample (no probs_source)") : r.probs_source);
   }
-  if (want_confident && r.had_probs)
+  if (want_confident && r.had_probs) {
+    const auto t0 = Clock::now();
     r.dets.push_back(
         detect_confident(r.ctx.comm, fin.probs, r.in.n, r.in.labels.data(), &r.estimate));
+    r.dets.back().seconds = seconds_since(t0);
+  }
   if (r.compare && !r.had_probs)
     log::infof("no class probabilities in ", r.features.empty() ? "(no features file)" : r.features,
                ": the confident and consensus detectors are not compared");
@@ -284,6 +293,7 @@ void run_ranked_detectors(FilterRun& r) {
   std::vector<float> neg_aum;
   if (!r.dynamics_file.empty() && (r.runs(detector("dynamics")) || r.runs(consensus))) {
     r.same_dataset(r.dynamics_file);
+    const auto t0 = Clock::now();
     neg_aum = read_aum(r.dynamics_file, r.in.ids);
     for (auto& v : neg_aum) v = -v;
     Detection d;
@@ -305,6 +315,7 @@ void run_ranked_detectors(FilterRun& r) {
       d.flag.resize(d.score.size());
       for (size_t i = 0; i < d.score.size(); ++i) d.flag[i] = d.score[i] > 0;  // AUM < 0
     }
+    d.seconds = seconds_since(t0);  // reading the margins included: its input is the file
     r.dets.push_back(std::move(d));
   }
   if (r.runs(consensus) && r.find("knn") && r.find("confident")) {
@@ -314,8 +325,10 @@ void run_ranked_detectors(FilterRun& r) {
     std::vector<const std::vector<float>*> scores = {&r.find("knn")->score,
                                                      &r.find("confident")->score};
     if (!neg_aum.empty()) scores.push_back(&neg_aum);
+    const auto t0 = Clock::now();
     d.score = rank_average(scores);
     d.flag = flag_top_per_class(d.score, r.in.labels.data(), r.flag_counts);
+    d.seconds = seconds_since(t0);
     r.dets.push_back(std::move(d));
   }
   if (!r.estimate.empty()) {
@@ -378,7 +391,7 @@ std::vector<DetectionScore> score_all(const FilterRun& r) {
     log::infof("detector ", d.method, " vs ground truth: precision ", s.precision, ", recall ",
                s.recall, ", F1 ", s.f1, ", average precision ", s.average_precision, ", AUROC ",
                s.auroc, " (", s.hits, " of ", s.flagged, " flagged are noise; ", s.truth,
-               " noisy)");
+               " noisy; ", log::format_duration(d.seconds), ")");
   }
   return scores;
 }

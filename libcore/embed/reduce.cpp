@@ -15,16 +15,9 @@
 #include "io/lineage.hpp"
 #include "io/schemas.hpp"
 #include "util/log.hpp"
+#include "util/clock.hpp"
 
 namespace sieve::embed {
-
-namespace {
-
-double seconds_since(std::chrono::steady_clock::time_point t) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
-}
-
-}  // namespace
 
 FeatureBlock read_features(const Comm& comm, const std::string& path) {
   h5::File f = h5::File::open(path, &comm);

@@ -4,13 +4,11 @@
 #include <cstring>
 #include <thread>
 
+#include "util/clock.hpp"
 #include "util/trace.hpp"
 
 namespace sieve::train {
 namespace {
-double seconds_since(std::chrono::steady_clock::time_point t) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
-}
 bool test_bit(const std::vector<uint64_t>& m, size_t i) {
   return (m[i / 64] >> (i % 64)) & 1u;
 }

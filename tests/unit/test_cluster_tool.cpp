@@ -303,6 +303,11 @@ TEST(ClusterFilterTool, DefaultConsensusComparesEveryDetectorAgainstTheTruth) {
     }
     EXPECT_EQ(f.attr_int(g, "flagged"), n) << m;
     EXPECT_EQ(f.attr_int(g, "hits"), h) << m;
+    // Its own time, also in the log line that scores it (a few ms here, never negative).
+    const double sec = f.attr_double(g, "seconds");
+    EXPECT_GE(sec, 0.0) << m;
+    EXPECT_LT(sec, 60.0) << m;
+    EXPECT_NE(log.find("detector " + m + " vs ground truth"), std::string::npos) << m;
     EXPECT_NEAR(f.attr_double(g, "precision"), n ? double(h) / n : 0.0, 1e-12) << m;
     EXPECT_NEAR(f.attr_double(g, "recall"), double(h) / truth, 1e-12) << m;
     auto pr = f.read_all<float>(g + "/pr");
@@ -386,7 +391,9 @@ TEST(ClusterFilterTool, ConsensusFollowsTheEstimatedNoiseRate) {
     EXPECT_EQ(std::stoi(given), s.labels[i]);
     EXPECT_EQ(std::stoi(suggested), s.noise[i] ? (s.labels[i] + 1) % 3 : s.labels[i]) << line;
     EXPECT_EQ(line.substr(line.size() - 1), s.noise[i] ? "0" : "1") << line;  // kept
-    if (rows < truth) EXPECT_TRUE(s.noise[i]) << "row " << rows << ": " << line;
+    if (rows < truth) {
+      EXPECT_TRUE(s.noise[i]) << "row " << rows << ": " << line;
+    }
     ++rows;
   }
   EXPECT_EQ(rows, int64_t(s.ids.size()));
