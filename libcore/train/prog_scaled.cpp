@@ -136,6 +136,135 @@ void check_sweep_batches(const ToolContext& ctx, const Sweep& sweep) {
 }
 
 // One point of the sweep grid: train it and write run-<index>/result.json.
+namespace {
+
+// A finished run has nothing to continue: --resume over a range of the sweep (an
+// interrupted pipeline) trains only the runs without a result. A result of an earlier
+// grid (its recorded config differs from this point's) is no result of this run: the run
+// starts over (*resume becomes false), which needs --overwrite like any other replaced output.
+bool finished_already(const ToolContext& ctx, const Sweep& sweep, int64_t index,
+                      const std::string& result_path, bool* resume) {
+  if (!*resume || !fs::exists(result_path)) return false;
+  std::ifstream in(result_path);
+  const Json old = Json::parse(in, nullptr, /*allow_exceptions=*/false);
+  const std::string stale = old.is_discarded()
+                                ? std::string("not valid JSON")
+                                : stale_reason(sweep, ctx.cfg, index, recorded_result_keys(old));
+  if (stale.empty()) {
+    log::info(cat("sweep run ", index, ": finished already (", result_path, "), skipped"));
+    return true;
+  }
+  log::warn(cat(result_path, ": from another grid (", stale, "): run ", index, " starts over"));
+  *resume = false;
+  return false;
+}
+
+// What one run's training gave: its result, or the partial result of a diverged run.
+struct PointOutcome {
+  TrainResult r;
+  bool diverged = false;
+  int64_t diverged_step = -1;
+  std::optional<double> train_acc_clean;  // the last epoch's, where the dataset has clean labels
+};
+
+PointOutcome train_point(ToolContext& ctx, const TrainOptions& opt, const TrainInput& data,
+                         const std::vector<int64_t>& active, const std::string& dataset,
+                         const std::string& run_dir, const Config& cfg, bool resume,
+                         int64_t index, const std::string& result_path) {
+  PointOutcome o;
+  Trainer trainer(ctx.comm, opt, make_source(data, active, opt.global_batch, opt.seed, ctx.comm),
+                  data.train, eval_split(data, data::Split::Test), data.meta,
+                  run_dir + "/checkpoints", run_dir + "/metrics.jsonl", cfg.to_yaml());
+  // Where the dataset has clean labels, train accuracy against them too, on the same
+  // forward passes (train/clean_accuracy.hpp): the given labels' gap can be negative.
+  std::optional<CleanLabelAccuracy> clean = CleanLabelAccuracy::open(dataset);
+  if (clean) {
+    trainer.set_batch_hook([&](int64_t, const SplitData& d, const std::vector<int64_t>& rows,
+                               const float* logits, int k) { clean->record(d, rows, logits, k); });
+    trainer.set_epoch_hook([&](int64_t, Json& rec) {
+      o.train_acc_clean = clean->end_epoch(ctx.comm);
+      rec["train_acc_clean"] = o.train_acc_clean ? Json(*o.train_acc_clean) : Json(nullptr);
+    });
+  }
+  // A diverged run is a result of the sweep, not a failed task: it is recorded in
+  // result.json ("diverged": true) and the program exits 0, so that one bad learning rate
+  // does not stop the Slurm afterok chain before the report, which marks the run.
+  try {
+    o.r = trainer.run(resume);
+  } catch (const StopRequested& s) {
+    exit_for_requeue(ctx.comm, s.checkpoint);
+  } catch (const Diverged& d) {
+    o.diverged = true;
+    o.diverged_step = d.step;
+    o.r = d.partial;
+    log::warn(cat("sweep run ", index, ": ", d.what(), "; recorded as diverged in ", result_path,
+                  " (exit 0)"));
+  }
+  return o;
+}
+
+// result.json of one sweep run (docs/formats.md).
+Json result_json(const ToolContext& ctx, const Sweep& sweep, int64_t index, const Config& cfg,
+                 const TrainOptions& opt, const std::string& arm, const TrainInput& data,
+                 const std::string& filter, const PointOutcome& o) {
+  const TrainResult& r = o.r;
+  Json j;
+  j["sweep_index"] = index;
+  for (auto& [k, v] : sweep.values(index)) j["sweep"][k] = v;
+  for (auto& [k, v] : result_keys(cfg)) j["config"][k] = v;
+  j["arm"] = arm;
+  j["seed"] = int64_t(opt.seed);
+  j["weight_decay"] = opt.opt.weight_decay;
+  j["lr"] = r.peak_lr;
+  j["base_lr"] = opt.sched.base_lr;
+  j["lars"] = opt.opt.lars;
+  j["ranks"] = ctx.comm.size();
+  j["global_batch"] = r.batch;
+  j["per_rank_batch"] = r.per_rank_batch;
+  j["accumulation_steps"] = r.accum_steps;
+  j["samples_used"] = r.samples_used;
+  j["samples_total"] = data.train.n;
+  j["epochs"] = opt.epochs;
+  j["steps"] = r.steps;
+  j["final_test_acc"] = r.final_test_acc;
+  j["best_test_acc"] = r.best_test_acc;
+  j["best_epoch"] = r.best_epoch;
+  j["time_to_best_s"] = r.time_to_best_s;
+  j["final_test_loss"] = r.final_test_loss;
+  j["train_acc"] = r.final_train_acc;
+  j["train_loss"] = r.final_train_loss;
+  // null without clean labels (docs/formats.md); the gap stays against the given labels.
+  j["train_acc_clean"] = o.train_acc_clean ? Json(*o.train_acc_clean) : Json(nullptr);
+  j["gen_gap"] = r.final_train_acc - r.final_test_acc;
+  j["images_per_s"] = r.images_per_s;
+  j["images_per_s_per_rank"] = r.images_per_s_per_rank;
+  j["elapsed_s"] = r.elapsed_s;
+  j["num_classes"] = data.meta.num_classes;
+  // Lineage (io/lineage.hpp): the report checks that every run trained on its dataset.
+  j["dataset_fingerprint"] = data.meta.fingerprint;
+  if (arm != "full") j["filter_fingerprint"] = lineage::fingerprint_of(h5::File::open(filter));
+  j["diverged"] = o.diverged;
+  if (r.final_test_acc < 0 && !o.diverged)  // no test split: nothing was measured
+    for (const char* k : {"final_test_acc", "best_test_acc", "best_epoch", "time_to_best_s",
+                          "final_test_loss", "gen_gap"})
+      j[k] = nullptr;
+  if (o.diverged) {
+    // No final accuracy exists; the last evaluation before the divergence (if any) is
+    // kept under its own name so that nothing reads it as the run's result.
+    j["diverged_at_step"] = o.diverged_step;
+    j["last_eval_test_acc"] = r.final_test_acc >= 0 ? Json(r.final_test_acc) : Json(nullptr);
+    for (const char* k :
+         {"final_test_acc", "best_test_acc", "best_epoch", "time_to_best_s", "final_test_loss",
+          "train_acc", "train_loss", "gen_gap", "train_acc_clean"})
+      j[k] = nullptr;
+  }
+  return j;
+}
+
+}  // namespace
+
+// One run of the grid as named phases: skip it if finished, take its directory, train the
+// arm's samples, write result.json.
 void run_sweep_point(ToolContext& ctx, const Sweep& sweep, int64_t index) {
   Config cfg = sweep.apply(ctx.cfg, index);
   const RunPaths rp = run_paths(cfg);
@@ -144,23 +273,7 @@ void run_sweep_point(ToolContext& ctx, const Sweep& sweep, int64_t index) {
   const std::string run_dir = cat(ctx.path_flag("sweep-dir", rp.sweep_dir()), "/run-", index);
   const std::string result_path = run_dir + "/result.json";
   bool resume = ctx.has_flag("resume");
-  // A finished run has nothing to continue: --resume over a range of the sweep (an
-  // interrupted pipeline) trains only the runs without a result. A result of an earlier
-  // grid (its recorded config differs from this point's) is no result of this run: the run
-  // starts over, which needs --overwrite like any other replaced output.
-  if (resume && fs::exists(result_path)) {
-    std::ifstream in(result_path);
-    const Json old = Json::parse(in, nullptr, /*allow_exceptions=*/false);
-    const std::string stale = old.is_discarded()
-                                  ? std::string("not valid JSON")
-                                  : stale_reason(sweep, ctx.cfg, index, recorded_result_keys(old));
-    if (stale.empty()) {
-      log::info(cat("sweep run ", index, ": finished already (", result_path, "), skipped"));
-      return;
-    }
-    log::warn(cat(result_path, ": from another grid (", stale, "): run ", index, " starts over"));
-    resume = false;
-  }
+  if (finished_already(ctx, sweep, index, result_path, &resume)) return;
   make_output_dir(ctx, run_dir, 2);
   check_output_path(result_path, ctx.overwrite);
   const StageLock lock(ctx.comm, run_dir, "train_scaled");  // one writer per sweep run
@@ -192,100 +305,21 @@ void run_sweep_point(ToolContext& ctx, const Sweep& sweep, int64_t index) {
         filter, arm == "filtered" ? "keep" : "random_keep",
         {dataset, data.meta.fingerprint, data.train.sample_id, data.train.labels});
   log::info(cat("arm ", arm, ": training on ", active.size(), " of ", data.train.n, " samples"));
-  Trainer trainer(ctx.comm, opt, make_source(data, active, opt.global_batch, opt.seed, ctx.comm),
-                  data.train, eval_split(data, data::Split::Test), data.meta,
-                  run_dir + "/checkpoints", run_dir + "/metrics.jsonl", cfg.to_yaml());
-  // Where the dataset has clean labels, train accuracy against them too, on the same
-  // forward passes (train/clean_accuracy.hpp): the given labels' gap can be negative.
-  std::optional<CleanLabelAccuracy> clean = CleanLabelAccuracy::open(dataset);
-  std::optional<double> train_acc_clean;
-  if (clean) {
-    trainer.set_batch_hook([&](int64_t, const SplitData& d, const std::vector<int64_t>& rows,
-                               const float* logits, int k) { clean->record(d, rows, logits, k); });
-    trainer.set_epoch_hook([&](int64_t, Json& rec) {
-      train_acc_clean = clean->end_epoch(ctx.comm);
-      rec["train_acc_clean"] = train_acc_clean ? Json(*train_acc_clean) : Json(nullptr);
-    });
-  }
-  TrainResult r;
-  // A diverged run is a result of the sweep, not a failed task: it is recorded in
-  // result.json ("diverged": true) and the program exits 0, so that one bad learning rate
-  // does not stop the Slurm afterok chain before the report, which marks the run.
-  bool diverged = false;
-  int64_t diverged_step = -1;
-  try {
-    r = trainer.run(resume);
-  } catch (const StopRequested& s) {
-    exit_for_requeue(ctx.comm, s.checkpoint);
-  } catch (const Diverged& d) {
-    diverged = true;
-    diverged_step = d.step;
-    r = d.partial;
-    log::warn(cat("sweep run ", index, ": ", d.what(), "; recorded as diverged in ", result_path,
-                  " (exit 0)"));
-  }
+  const PointOutcome o =
+      train_point(ctx, opt, data, active, dataset, run_dir, cfg, resume, index, result_path);
   if (ctx.comm.is_root()) {
-    Json j;
-    j["sweep_index"] = index;
-    for (auto& [k, v] : sweep.values(index)) j["sweep"][k] = v;
-    for (auto& [k, v] : result_keys(cfg)) j["config"][k] = v;
-    j["arm"] = arm;
-    j["seed"] = int64_t(opt.seed);
-    j["weight_decay"] = opt.opt.weight_decay;
-    j["lr"] = r.peak_lr;
-    j["base_lr"] = opt.sched.base_lr;
-    j["lars"] = opt.opt.lars;
-    j["ranks"] = ctx.comm.size();
-    j["global_batch"] = r.batch;
-    j["per_rank_batch"] = r.per_rank_batch;
-    j["accumulation_steps"] = r.accum_steps;
-    j["samples_used"] = r.samples_used;
-    j["samples_total"] = data.train.n;
-    j["epochs"] = opt.epochs;
-    j["steps"] = r.steps;
-    j["final_test_acc"] = r.final_test_acc;
-    j["best_test_acc"] = r.best_test_acc;
-    j["best_epoch"] = r.best_epoch;
-    j["time_to_best_s"] = r.time_to_best_s;
-    j["final_test_loss"] = r.final_test_loss;
-    j["train_acc"] = r.final_train_acc;
-    j["train_loss"] = r.final_train_loss;
-    // null without clean labels (docs/formats.md); the gap stays against the given labels.
-    j["train_acc_clean"] = train_acc_clean ? Json(*train_acc_clean) : Json(nullptr);
-    j["gen_gap"] = r.final_train_acc - r.final_test_acc;
-    j["images_per_s"] = r.images_per_s;
-    j["images_per_s_per_rank"] = r.images_per_s_per_rank;
-    j["elapsed_s"] = r.elapsed_s;
-    j["num_classes"] = data.meta.num_classes;
-    // Lineage (io/lineage.hpp): the report checks that every run trained on its dataset.
-    j["dataset_fingerprint"] = data.meta.fingerprint;
-    if (arm != "full") j["filter_fingerprint"] = lineage::fingerprint_of(h5::File::open(filter));
-    j["diverged"] = diverged;
-    if (r.final_test_acc < 0 && !diverged)  // no test split: nothing was measured
-      for (const char* k : {"final_test_acc", "best_test_acc", "best_epoch", "time_to_best_s",
-                            "final_test_loss", "gen_gap"})
-        j[k] = nullptr;
-    if (diverged) {
-      // No final accuracy exists; the last evaluation before the divergence (if any) is
-      // kept under its own name so that nothing reads it as the run's result.
-      j["diverged_at_step"] = diverged_step;
-      j["last_eval_test_acc"] = r.final_test_acc >= 0 ? Json(r.final_test_acc) : Json(nullptr);
-      for (const char* k :
-           {"final_test_acc", "best_test_acc", "best_epoch", "time_to_best_s", "final_test_loss",
-            "train_acc", "train_loss", "gen_gap", "train_acc_clean"})
-        j[k] = nullptr;
-    }
+    const Json j = result_json(ctx, sweep, index, cfg, opt, arm, data, filter, o);
     write_resolved_config(run_dir + "/config.yaml", cfg.to_yaml());
     write_text_atomic(result_path, j.dump(2) + "\n");
   }
   ctx.comm.barrier();
-  if (diverged) return;
+  if (o.diverged) return;
+  const TrainResult& r = o.r;
   log::info(cat("wrote ", result_path, ": ",
                 r.final_test_acc < 0
                     ? std::string("no test split")
                     : cat("test acc ", r.final_test_acc, " (best ", r.best_test_acc, ")"),
                 ", train acc ", r.final_train_acc, ", ", int64_t(r.images_per_s), " img/s"));
 }
-
 
 }  // namespace sieve::train
