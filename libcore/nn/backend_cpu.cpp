@@ -21,6 +21,7 @@
 #include <cblas.h>
 
 #include <cstring>
+#include <functional>
 #include <oneapi/dnnl/dnnl.hpp>
 #include <unordered_map>
 #include <vector>
@@ -95,7 +96,9 @@ bool dnnl_bf16_kernels() {
 class KernelIo {
  public:
   explicit KernelIo(const HostBackend& be)
-      : be_(be), decode_(be.dtype() == DType::bf16 && !dnnl_bf16_kernels()) {}
+      : KernelIo(be, be.dtype() == DType::bf16 && !dnnl_bf16_kernels()) {}
+  // decode: kernels run in fp32 on bf16 data decoded into scratch (any bf16 backend).
+  KernelIo(const HostBackend& be, bool decode) : be_(be), decode_(decode) {}
   std::vector<float>& scratch(int slot) { return scratch_[slot]; }
   dt kernel_dt() const { return decode_ ? dt::f32 : act_dt(be_.dtype()); }
   const void* in(const Act* x, size_t count, int slot) {
@@ -241,9 +244,16 @@ class DnnlConv final : public ConvOp {
   dnnl::reorder to_fwd_, to_bwd_, from_dw_;
 };
 
+// Batch norm on bf16 activations whose channel count oneDNN's bf16 JIT kernels do not take
+// (8 channels, e.g. a width-1/8 ResNet's first stage, on AVX512-BF16): oneDNN 2.6 then offers
+// only its generic `nspc_bnorm:any`, measured at ~90 ms per call where the fp32 JIT kernel
+// takes 1.3 ms (batch 64, 32x32, 1 thread), which made a whole bf16 training step 16x slower
+// than fp32. Such layers run the fp32 kernel on the bf16 data decoded into scratch (`f32_io`):
+// the same result to bf16 rounding (oneDNN's bf16 batch norm computes in fp32 too).
 class DnnlBatchNorm final : public BatchNormOp {
  public:
-  DnnlBatchNorm(int n, int c, int h, int w, bool relu, float momentum, float eps, KernelIo& io)
+  DnnlBatchNorm(int n, int c, int h, int w, bool relu, float momentum, float eps, KernelIo& io,
+                KernelIo& f32_io)
       : io_(io),
         count_(size_t(n) * c * h * w),
         m_(n * h * w),
@@ -255,29 +265,17 @@ class DnnlBatchNorm final : public BatchNormOp {
         dg_(c),
         db_(c),
         zeros_(c, 0.f) {
-    data_md_ = memory::desc({n, c, h, w}, io.kernel_dt(), tag::nhwc);
-    vec_md_ = memory::desc({c}, dt::f32, tag::a);
-    auto flags = dnnl::normalization_flags::use_scale | dnnl::normalization_flags::use_shift;
-    if (relu) flags = flags | dnnl::normalization_flags::fuse_norm_relu;
-    dnnl::batch_normalization_forward::desc td(dnnl::prop_kind::forward_training, data_md_, eps,
-                                               flags);
-    train_pd_ = dnnl::batch_normalization_forward::primitive_desc(td, eng());
-    train_ = dnnl::batch_normalization_forward(train_pd_);
-    dnnl::batch_normalization_forward::desc ed(dnnl::prop_kind::forward_inference, data_md_, eps,
-                                               flags | dnnl::normalization_flags::use_global_stats);
-    eval_pd_ = dnnl::batch_normalization_forward::primitive_desc(ed, eng());
-    eval_ = dnnl::batch_normalization_forward(eval_pd_);
-    dnnl::batch_normalization_backward::desc bd(dnnl::prop_kind::backward, data_md_, data_md_, eps,
-                                                flags);
-    bwd_pd_ = dnnl::batch_normalization_backward::primitive_desc(bd, eng(), train_pd_);
-    bwd_ = dnnl::batch_normalization_backward(bwd_pd_);
-    if (relu) ws_ = memory(train_pd_.workspace_desc(), eng());
+    make_primitives(n, c, h, w, eps);
+    if (io.kernel_dt() == dt::bf16 && !(is_jit(train_pd_) && is_jit(bwd_pd_))) {
+      io_ = f32_io;
+      make_primitives(n, c, h, w, eps);
+    }
   }
 
   void forward(const Act* x, const float* gamma, const float* beta, float* rm, float* rv, Act* y,
                bool training) override {
-    std::unordered_map<int, memory> args{{DNNL_ARG_SRC, mem(data_md_, io_.in(x, count_, 0))},
-                                         {DNNL_ARG_DST, mem(data_md_, io_.out(y, count_))},
+    std::unordered_map<int, memory> args{{DNNL_ARG_SRC, mem(data_md_, io_.get().in(x, count_, 0))},
+                                         {DNNL_ARG_DST, mem(data_md_, io_.get().out(y, count_))},
                                          {DNNL_ARG_SCALE, mem(vec_md_, gamma)},
                                          {DNNL_ARG_SHIFT, mem(vec_md_, beta)}};
     if (training) {
@@ -293,29 +291,54 @@ class DnnlBatchNorm final : public BatchNormOp {
       eval_.execute(strm(), args);
       strm().wait();
     }
-    io_.done(y, count_);
+    io_.get().done(y, count_);
   }
 
   void backward(const Act* x, const Act*, const Act* dy, const float* gamma, Act* dx,
                 float* dgamma, float* dbeta) override {
-    std::unordered_map<int, memory> args{{DNNL_ARG_SRC, mem(data_md_, io_.in(x, count_, 0))},
-                                         {DNNL_ARG_DIFF_DST, mem(data_md_, io_.in(dy, count_, 1))},
+    std::unordered_map<int, memory> args{{DNNL_ARG_SRC, mem(data_md_, io_.get().in(x, count_, 0))},
+                                         {DNNL_ARG_DIFF_DST, mem(data_md_, io_.get().in(dy, count_, 1))},
                                          {DNNL_ARG_MEAN, mem(vec_md_, mean_.data())},
                                          {DNNL_ARG_VARIANCE, mem(vec_md_, var_.data())},
                                          {DNNL_ARG_SCALE, mem(vec_md_, gamma)},
                                          {DNNL_ARG_SHIFT, mem(vec_md_, zeros_.data())},
-                                         {DNNL_ARG_DIFF_SRC, mem(data_md_, io_.out(dx, count_))},
+                                         {DNNL_ARG_DIFF_SRC, mem(data_md_, io_.get().out(dx, count_))},
                                          {DNNL_ARG_DIFF_SCALE, mem(vec_md_, dg_.data())},
                                          {DNNL_ARG_DIFF_SHIFT, mem(vec_md_, db_.data())}};
     if (relu_) args.insert({DNNL_ARG_WORKSPACE, ws_});
     bwd_.execute(strm(), args);
     strm().wait();
-    io_.done(dx, count_);
+    io_.get().done(dx, count_);
     for (int i = 0; i < c_; ++i) dgamma[i] += dg_[i], dbeta[i] += db_[i];
   }
 
  private:
-  KernelIo& io_;
+  void make_primitives(int n, int c, int h, int w, float eps) {
+    data_md_ = memory::desc({n, c, h, w}, io_.get().kernel_dt(), tag::nhwc);
+    vec_md_ = memory::desc({c}, dt::f32, tag::a);
+    auto flags = dnnl::normalization_flags::use_scale | dnnl::normalization_flags::use_shift;
+    if (relu_) flags = flags | dnnl::normalization_flags::fuse_norm_relu;
+    dnnl::batch_normalization_forward::desc td(dnnl::prop_kind::forward_training, data_md_, eps,
+                                               flags);
+    train_pd_ = dnnl::batch_normalization_forward::primitive_desc(td, eng());
+    train_ = dnnl::batch_normalization_forward(train_pd_);
+    dnnl::batch_normalization_forward::desc ed(dnnl::prop_kind::forward_inference, data_md_, eps,
+                                               flags | dnnl::normalization_flags::use_global_stats);
+    eval_pd_ = dnnl::batch_normalization_forward::primitive_desc(ed, eng());
+    eval_ = dnnl::batch_normalization_forward(eval_pd_);
+    dnnl::batch_normalization_backward::desc bd(dnnl::prop_kind::backward, data_md_, data_md_, eps,
+                                                flags);
+    bwd_pd_ = dnnl::batch_normalization_backward::primitive_desc(bd, eng(), train_pd_);
+    bwd_ = dnnl::batch_normalization_backward(bwd_pd_);
+    if (relu_) ws_ = memory(train_pd_.workspace_desc(), eng());
+  }
+
+  template <typename PD>
+  static bool is_jit(const PD& pd) {
+    return std::string(pd.impl_info_str()).find("jit") != std::string::npos;
+  }
+
+  std::reference_wrapper<KernelIo> io_;  // io, or f32_io for a layer without a bf16 JIT kernel
   size_t count_;
   int m_, c_;
   bool relu_;
@@ -416,14 +439,15 @@ class BlasLinear final : public LinearOp {
 
 class CpuBackend final : public HostBackend {
  public:
-  explicit CpuBackend(DType t) : HostBackend(t), io_(*this) {}
+  explicit CpuBackend(DType t)
+      : HostBackend(t), io_(*this), f32_io_(*this, t == DType::bf16) {}
   std::string name() const override { return "cpu"; }
   std::unique_ptr<ConvOp> conv2d(const ConvShape& s) override {
     return std::make_unique<DnnlConv>(s, io_);
   }
   std::unique_ptr<BatchNormOp> batchnorm(int n, int c, int h, int w, bool relu, float momentum,
                                          float eps) override {
-    return std::make_unique<DnnlBatchNorm>(n, c, h, w, relu, momentum, eps, io_);
+    return std::make_unique<DnnlBatchNorm>(n, c, h, w, relu, momentum, eps, io_, f32_io_);
   }
   std::unique_ptr<MaxPoolOp> maxpool(const PoolShape& s) override {
     return std::make_unique<DnnlMaxPool>(s, io_);
@@ -512,6 +536,7 @@ class CpuBackend final : public HostBackend {
     return relu_.emplace(count, std::move(r)).first->second;
   }
   KernelIo io_;
+  KernelIo f32_io_;  // fp32 kernels on decoded bf16 data: ops oneDNN has no fast bf16 kernel for
   std::unordered_map<size_t, Relu> relu_;
 };
 
