@@ -48,24 +48,28 @@ DatasetFile DatasetFile::open(const std::string& path, const Options& opt) {
         d.meta_.height = int64_t(dims[1]);
         d.meta_.width = int64_t(dims[2]);
         d.meta_.channels = int64_t(dims[3]);
-      } else if (int64_t(dims[1]) != d.meta_.height || int64_t(dims[2]) != d.meta_.width || int64_t(dims[3]) != d.meta_.channels) {
+      } else if (int64_t(dims[1]) != d.meta_.height || int64_t(dims[2]) != d.meta_.width ||
+                 int64_t(dims[3]) != d.meta_.channels) {
         throw bad(cat(images_path(s), ": images are ", dims[1], "x", dims[2], "x", dims[3],
-                      ", the training images ", d.meta_.height, "x", d.meta_.width, "x", d.meta_.channels));
+                      ", the training images ", d.meta_.height, "x", d.meta_.width, "x",
+                      d.meta_.channels));
       }
-      if (d.meta_.height <= 0 || d.meta_.width <= 0 || d.meta_.channels <= 0) throw bad(cat(images_path(s), ": empty image shape"));
+      if (d.meta_.height <= 0 || d.meta_.width <= 0 || d.meta_.channels <= 0)
+        throw bad(cat(images_path(s), ": empty image shape"));
     } else {
       dims = f.require<float>(features_path(s), 2);
       if (s == Split::Train)
         d.meta_.features = int64_t(dims[1]);
       else if (int64_t(dims[1]) != d.meta_.features)
-        throw bad(cat(features_path(s), ": ", dims[1], " features, the training set has ", d.meta_.features));
+        throw bad(cat(features_path(s), ": ", dims[1], " features, the training set has ",
+                      d.meta_.features));
       if (d.meta_.features <= 0) throw bad(cat(features_path(s), ": no feature columns"));
     }
     d.meta_.n[k] = int64_t(dims[0]);
     auto check_len = [&](const std::string& name, hsize_t n) {
       if (int64_t(n) != d.meta_.n[k])
-        throw bad(cat(name, ": ", n, " rows, but ", d.is_image() ? images_path(s) : features_path(s),
-                      " has ", d.meta_.n[k]));
+        throw bad(cat(name, ": ", n, " rows, but ",
+                      d.is_image() ? images_path(s) : features_path(s), " has ", d.meta_.n[k]));
     };
     check_len(labels_path(s), f.require<int32_t>(labels_path(s), 1)[0]);
     check_len(sample_id_path(s), f.require<int64_t>(sample_id_path(s), 1)[0]);
@@ -80,13 +84,16 @@ DatasetFile DatasetFile::open(const std::string& path, const Options& opt) {
   if (d.meta_.num_classes < 1) throw bad(cat("num_classes is ", d.meta_.num_classes));
   d.meta_.class_names = f.attr_strings("/", "class_names");
   if (int64_t(d.meta_.class_names.size()) != d.meta_.num_classes)
-    throw bad(cat("class_names has ", d.meta_.class_names.size(), " names, num_classes is ", d.meta_.num_classes));
-  if (f.has_attr("/", "feature_names")) d.meta_.feature_names = f.attr_strings("/", "feature_names");
+    throw bad(cat("class_names has ", d.meta_.class_names.size(), " names, num_classes is ",
+                  d.meta_.num_classes));
+  if (f.has_attr("/", "feature_names"))
+    d.meta_.feature_names = f.attr_strings("/", "feature_names");
   d.meta_.mean = f.attr_doubles("/", "mean");
   d.meta_.std = f.attr_doubles("/", "std");
   size_t want = size_t(d.is_image() ? d.meta_.channels : d.meta_.features);
   if (d.meta_.mean.size() != want || d.meta_.std.size() != want)
-    throw bad(cat("mean/std have ", d.meta_.mean.size(), "/", d.meta_.std.size(), " values, expected ", want,
+    throw bad(cat("mean/std have ", d.meta_.mean.size(), "/", d.meta_.std.size(),
+                  " values, expected ", want,
                   d.is_image() ? " (one per channel)" : " (one per feature)"));
 
   if (opt.check_labels) {

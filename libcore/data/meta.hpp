@@ -14,24 +14,24 @@ namespace sieve::data {
 
 struct DatasetMeta {
   Kind kind = Kind::Image;
-  std::string source;                    // "synthetic", "cifar10", ...
-  std::string description;               // human-readable: where the data came from
-  int64_t n[2] = {0, 0};                 // rows per split (Train, Test)
+  std::string source;                           // "synthetic", "cifar10", ...
+  std::string description;                      // human-readable: where the data came from
+  int64_t n[2] = {0, 0};                        // rows per split (Train, Test)
   int64_t height = 0, width = 0, channels = 0;  // images
-  int64_t features = 0;                  // tabular
-  std::vector<std::string> feature_names;  // tabular: column names
+  int64_t features = 0;                         // tabular
+  std::vector<std::string> feature_names;       // tabular: column names
   int64_t num_classes = 0;
   std::vector<std::string> class_names;
-  bool has_noise = false;                // writes noise_truth / noise_kind
-  bool has_clean_labels = false;         // writes clean_labels (the label before any flip)
+  bool has_noise = false;         // writes noise_truth / noise_kind
+  bool has_clean_labels = false;  // writes clean_labels (the label before any flip)
   // data.label_noise as applied (root attributes label_noise_*); kind empty: none.
   struct InjectedNoise {
-    std::string kind;              // symmetric, pairwise, instance
+    std::string kind;  // symmetric, pairwise, instance
     double rate = 0;
-    int64_t seed = 0, count = 0;   // count: training rows flipped by data.label_noise
-    std::vector<int64_t> pairs;    // pairwise: partner of each class, -1 for none
+    int64_t seed = 0, count = 0;  // count: training rows flipped by data.label_noise
+    std::vector<int64_t> pairs;   // pairwise: partner of each class, -1 for none
   } injected;
-  std::vector<std::string> skipped;      // input files left out (attribute skipped_inputs)
+  std::vector<std::string> skipped;  // input files left out (attribute skipped_inputs)
   // Written datasets only (DatasetFile::meta()): per-channel (image, 0..1 units) or
   // per-feature mean and standard deviation of the training split, and the content
   // fingerprint that lineage records (io/lineage.hpp).

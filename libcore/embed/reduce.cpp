@@ -14,8 +14,8 @@
 #include "io/h5.hpp"
 #include "io/lineage.hpp"
 #include "io/schemas.hpp"
-#include "util/log.hpp"
 #include "util/clock.hpp"
+#include "util/log.hpp"
 
 namespace sieve::embed {
 
@@ -58,7 +58,7 @@ namespace {
 
 // The embed section as this stage reads it.
 struct EmbedSettings {
-  std::string method;     // tsne | pca
+  std::string method;  // tsne | pca
   bool per_class = false;
   TsneOptions opt;
   std::string locality;   // embed.tsne.locality_order
@@ -113,11 +113,12 @@ Groups make_groups(const EmbedSettings& e, const FeatureBlock& in, const std::st
   if (e.method == "tsne")
     for (const auto& [label, idx] : groups)
       if (double(idx.size()) - 1.0 < 3.0 * e.opt.perplexity)
-        throw Error(cat(
-            input, ": perplexity ", e.opt.perplexity, " needs N-1 >= 3 x perplexity, i.e. at least ",
-            int64_t(std::ceil(3.0 * e.opt.perplexity)) + 1, " points",
-            e.per_class ? cat(" per class; class ", label, " has ") : std::string("; found "),
-            idx.size(), " (lower embed.tsne.perplexity)"));
+        throw Error(
+            cat(input, ": perplexity ", e.opt.perplexity,
+                " needs N-1 >= 3 x perplexity, i.e. at least ",
+                int64_t(std::ceil(3.0 * e.opt.perplexity)) + 1, " points",
+                e.per_class ? cat(" per class; class ", label, " has ") : std::string("; found "),
+                idx.size(), " (lower embed.tsne.perplexity)"));
   return groups;
 }
 
@@ -126,8 +127,8 @@ struct Placement {
   PcaModel pca;
   std::vector<float> local;  // [in.rows.size(), k] this rank's projected rows
   bool class_parallel = false;
-  std::vector<int> owner;    // rank embedding group g (-1: all ranks together)
-  std::vector<float> Xp;     // the projected rows this rank embeds
+  std::vector<int> owner;     // rank embedding group g (-1: all ranks together)
+  std::vector<float> Xp;      // the projected rows this rank embeds
   std::vector<int64_t> slot;  // slot[row]: where a global row sits in Xp (-1: not here)
 };
 
@@ -190,8 +191,8 @@ void distribute(const Comm& comm, const Groups& groups, const FeatureBlock& in, 
   int64_t at = 0;
   for (int64_t r = 0; r < N; ++r)
     if (p.owner[size_t(group_of[size_t(r)])] == comm.rank()) p.slot[size_t(r)] = at++;
-  SIEVE_ASSERT(at * k == int64_t(p.Xp.size()), "alltoallv delivered ", p.Xp.size(),
-               " values for ", at, " rows");
+  SIEVE_ASSERT(at * k == int64_t(p.Xp.size()), "alltoallv delivered ", p.Xp.size(), " values for ",
+               at, " rows");
 }
 
 // The embedding of every row and, per group, its figures.
@@ -203,8 +204,8 @@ struct Embedded {
   std::string repulsion = "none", knn = "none";  // the methods used (the last group's)
 };
 
-Embedded embed_groups(const Comm& comm, EmbedSettings& e, const Groups& groups,
-                      const Placement& p, int64_t N) {
+Embedded embed_groups(const Comm& comm, EmbedSettings& e, const Groups& groups, const Placement& p,
+                      int64_t N) {
   const int64_t k = p.pca.components;
   const int d = e.opt.dims;
   const int G = int(groups.size());

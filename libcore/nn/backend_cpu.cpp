@@ -17,8 +17,8 @@
 //
 // Determinism: oneDNN's CPU kernels partition work statically for a given thread count and
 // reduce in a fixed order; OpenBLAS sgemm splits over M/N (not K). Same threads -> same bits.
-#include <string>
 #include <cblas.h>
+#include <string>
 
 #include <cstring>
 #include <functional>
@@ -170,8 +170,8 @@ class DnnlConv final : public ConvOp {
     bwd_d_pd_ = dnnl::convolution_backward_data::primitive_desc(bd, eng(), fwd_pd_);
     avoid_avx2_jit_1x1_for_odd_channels(bwd_d_pd_, s);
     bwd_d_ = dnnl::convolution_backward_data(bwd_d_pd_);
-    dnnl::convolution_backward_weights::desc bw(dnnl::algorithm::convolution_direct, src_md_, dw_any,
-                                                dst_md_, strides, pad, pad);
+    dnnl::convolution_backward_weights::desc bw(dnnl::algorithm::convolution_direct, src_md_,
+                                                dw_any, dst_md_, strides, pad, pad);
     bwd_w_pd_ = dnnl::convolution_backward_weights::primitive_desc(bw, eng(), fwd_pd_);
     avoid_avx2_jit_1x1_for_odd_channels(bwd_w_pd_, s);
     bwd_w_ = dnnl::convolution_backward_weights(bwd_w_pd_);
@@ -294,17 +294,18 @@ class DnnlBatchNorm final : public BatchNormOp {
     io_.get().done(y, count_);
   }
 
-  void backward(const Act* x, const Act*, const Act* dy, const float* gamma, Act* dx,
-                float* dgamma, float* dbeta) override {
-    std::unordered_map<int, memory> args{{DNNL_ARG_SRC, mem(data_md_, io_.get().in(x, count_, 0))},
-                                         {DNNL_ARG_DIFF_DST, mem(data_md_, io_.get().in(dy, count_, 1))},
-                                         {DNNL_ARG_MEAN, mem(vec_md_, mean_.data())},
-                                         {DNNL_ARG_VARIANCE, mem(vec_md_, var_.data())},
-                                         {DNNL_ARG_SCALE, mem(vec_md_, gamma)},
-                                         {DNNL_ARG_SHIFT, mem(vec_md_, zeros_.data())},
-                                         {DNNL_ARG_DIFF_SRC, mem(data_md_, io_.get().out(dx, count_))},
-                                         {DNNL_ARG_DIFF_SCALE, mem(vec_md_, dg_.data())},
-                                         {DNNL_ARG_DIFF_SHIFT, mem(vec_md_, db_.data())}};
+  void backward(const Act* x, const Act*, const Act* dy, const float* gamma, Act* dx, float* dgamma,
+                float* dbeta) override {
+    std::unordered_map<int, memory> args{
+        {DNNL_ARG_SRC, mem(data_md_, io_.get().in(x, count_, 0))},
+        {DNNL_ARG_DIFF_DST, mem(data_md_, io_.get().in(dy, count_, 1))},
+        {DNNL_ARG_MEAN, mem(vec_md_, mean_.data())},
+        {DNNL_ARG_VARIANCE, mem(vec_md_, var_.data())},
+        {DNNL_ARG_SCALE, mem(vec_md_, gamma)},
+        {DNNL_ARG_SHIFT, mem(vec_md_, zeros_.data())},
+        {DNNL_ARG_DIFF_SRC, mem(data_md_, io_.get().out(dx, count_))},
+        {DNNL_ARG_DIFF_SCALE, mem(vec_md_, dg_.data())},
+        {DNNL_ARG_DIFF_SHIFT, mem(vec_md_, db_.data())}};
     if (relu_) args.insert({DNNL_ARG_WORKSPACE, ws_});
     bwd_.execute(strm(), args);
     strm().wait();
@@ -439,8 +440,7 @@ class BlasLinear final : public LinearOp {
 
 class CpuBackend final : public HostBackend {
  public:
-  explicit CpuBackend(DType t)
-      : HostBackend(t), io_(*this), f32_io_(*this, t == DType::bf16) {}
+  explicit CpuBackend(DType t) : HostBackend(t), io_(*this), f32_io_(*this, t == DType::bf16) {}
   std::string name() const override { return "cpu"; }
   std::unique_ptr<ConvOp> conv2d(const ConvShape& s) override {
     return std::make_unique<DnnlConv>(s, io_);

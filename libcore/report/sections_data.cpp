@@ -121,8 +121,7 @@ void section_overview(SectionContext& c) {
                   d.dataset.present
                       ? cat(d.dataset.kind, ", ", d.dataset.n_train, " train / ", d.dataset.n_test,
                             " test samples of ", shape_str(d.dataset.sample_shape), ", ",
-                            d.dataset.num_classes, " classes",
-                            noise_description(d.dataset))
+                            d.dataset.num_classes, " classes", noise_description(d.dataset))
                       : ""});
   rows.push_back({"pretrain/metrics.jsonl", status(!d.pretrain_metrics.empty()),
                   d.pretrain_metrics.empty() ? "" : cat(d.pretrain_metrics.size(), " epochs")});

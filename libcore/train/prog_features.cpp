@@ -7,9 +7,9 @@
 #include "config/sections.hpp"
 #include "data/dataset_file.hpp"
 #include "io/atomic_output.hpp"
-#include "io/output_set.hpp"
 #include "io/h5.hpp"
 #include "io/lineage.hpp"
+#include "io/output_set.hpp"
 #include "io/schemas.hpp"
 #include "nn/backend.hpp"
 #include "train/checkpoint.hpp"
@@ -47,8 +47,7 @@ void forward_rows(nn::Model& m, const SplitData& d, const DatasetMeta& meta, int
     const float* logits = m.forward(b.x.data(), n, false);
     const float* f = m.features();
     for (int r = 0; r < n; ++r) {
-      if (feats)
-        std::copy(f + size_t(r) * F, f + size_t(r + 1) * F, feats + size_t(idx[r]) * F);
+      if (feats) std::copy(f + size_t(r) * F, f + size_t(r + 1) * F, feats + size_t(idx[r]) * F);
       // softmax in double: probabilities of 1e-30 stay > 0
       const float* z = logits + size_t(r) * K;
       float* p = probs + size_t(idx[r]) * K;
@@ -209,9 +208,8 @@ void extract_features_main(ToolContext& ctx) {
   const data::DatasetFile ds = data::DatasetFile::open(dataset);
   // Cross-fitted fold models beside the model (pretrain.folds): the training split's
   // probabilities out of fold. The features stay the model's: K models embed in K spaces.
-  const std::optional<OutOfFold> oof =
-      load_out_of_fold(model_path, ctx.cfg.get_string("features.fold_models"), ds,
-                       meta.fingerprint, backend, dtype);
+  const std::optional<OutOfFold> oof = load_out_of_fold(
+      model_path, ctx.cfg.get_string("features.fold_models"), ds, meta.fingerprint, backend, dtype);
   if (oof)
     log::info(cat("training probabilities out of fold: ", oof->folds, " ", oof->choice,
                   " fold models (", fs::path(oof->paths.front()).filename().string(), " ...)"));
@@ -223,8 +221,9 @@ void extract_features_main(ToolContext& ctx) {
 
   h5::File f = h5::File::create(out.tmp_path(), &ctx.comm);
   h5::stamp(f, schema::kFeatures, ctx.cfg.to_yaml());
-  lineage::stamp_derived(f, schema::kFeatures, ctx.cfg.to_yaml(),
-                         {{of_model.inputs.front(), {dataset, meta.fingerprint}}, meta.fingerprint, ""});
+  lineage::stamp_derived(
+      f, schema::kFeatures, ctx.cfg.to_yaml(),
+      {{of_model.inputs.front(), {dataset, meta.fingerprint}}, meta.fingerprint, ""});
   write_attributes(f, *model, model_path, model_choice, dtype, backend, meta.num_classes, oof);
   const int64_t row_bytes = ds.row_bytes();
   const int64_t block_cfg = ctx.cfg.get_int("features.block_samples");

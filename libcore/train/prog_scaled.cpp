@@ -169,8 +169,8 @@ struct PointOutcome {
 
 PointOutcome train_point(ToolContext& ctx, const TrainOptions& opt, const TrainInput& data,
                          const std::vector<int64_t>& active, const std::string& dataset,
-                         const std::string& run_dir, const Config& cfg, bool resume,
-                         int64_t index, const std::string& result_path) {
+                         const std::string& run_dir, const Config& cfg, bool resume, int64_t index,
+                         const std::string& result_path) {
   PointOutcome o;
   Trainer trainer(ctx.comm, opt, make_source(data, active, opt.global_batch, opt.seed, ctx.comm),
                   data.train, eval_split(data, data::Split::Test), data.meta,
