@@ -193,322 +193,456 @@ std::pair<double, double> Trainer::evaluate(const EvalSplit& d, const std::vecto
   return {stats[0] / stats[2], stats[1] / stats[2]};
 }
 
-TrainResult Trainer::run(bool resume) {
-  install_stop_handlers();
-  const int64_t steps_per_epoch = source_->steps_per_epoch();
-  const int64_t B = source_->batch_size();
-  LrSchedule sched(o_.sched);
+// ---- one run: the loop and its phases ----
+
+namespace {
+// Fault injection for tests (docs/training.md), read once per run from SIEVE_DEBUG_*: poison
+// a gradient, raise SIGUSR1, or die by SIGKILL (as `kill -9`) at a given optimizer step, on
+// rank 0; and slow every step down (ms) so that a fault test's signal or kill lands mid-run
+// even on a fast, idle machine (changes no numbers).
+struct FaultInjection {
+  int64_t nan_step = -1, signal_step = -1, kill_step = -1, step_delay_ms = -1;
+
+  static FaultInjection from_env() {
+    auto env_step = [](const char* name) {
+      const char* v = std::getenv(name);
+      return v && *v ? int64_t(std::atoll(v)) : int64_t(-1);
+    };
+    return {env_step("SIEVE_DEBUG_NAN_STEP"), env_step("SIEVE_DEBUG_SIGNAL_STEP"),
+            env_step("SIEVE_DEBUG_KILL_STEP"), env_step("SIEVE_DEBUG_STEP_DELAY_MS")};
+  }
+  void poison_gradient(int64_t step, bool root, float* g) const {
+    if (step == nan_step && root) g[0] = std::nanf("");
+  }
+  void after_gradient(int64_t step, bool root) const {
+    if (step == signal_step && root) std::raise(SIGUSR1);
+    if (step == kill_step && root) std::raise(SIGKILL);
+    if (step_delay_ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(step_delay_ms));
+  }
+};
+
+// Where the optimizer, the reducer and the non-finite check see the flat buffers: the
+// model's own on the CPU; on a device (cuda) host copies, staged once per step: gradients
+// down after backward, parameters up after the update (host master weights). Staging costs
+// two PCIe copies of the parameters per step and gives up overlapping the reduction with
+// backward; a device-resident optimizer and NCCL reduction are the fast path to come.
+// SIEVE_DEBUG_STAGE_HOST=1 stages on the CPU too, so tests pin the staged path to the direct
+// one (same weights, bitwise) on machines without a GPU.
+struct ParamHome {
+  explicit ParamHome(nn::Model& m) {
+    const char* force_stage = std::getenv("SIEVE_DEBUG_STAGE_HOST");
+    staged = m.device() != nn::Device::cpu || (force_stage && *force_stage == '1');
+    if (staged) {
+      params_stage = m.params_to_host();
+      grads_stage.assign(m.num_params(), 0.f);
+    }
+    params = staged ? params_stage.data() : m.params();
+    grads = staged ? grads_stage.data() : m.grads();
+  }
+  bool staged = false;
+  std::vector<float> params_stage, grads_stage;
+  float* params = nullptr;
+  float* grads = nullptr;
+};
+
+// This rank's rows of one step, one list per micro-batch.
+struct StepChunks {
+  std::shared_ptr<const SplitData> data;
+  std::vector<std::vector<int64_t>> parts;
+};
+
+// What a step adds up over the ranks (one allreduce): loss sum, correct, non-finite, stop.
+struct StepStats {
+  double v[4] = {0, 0, 0, 0};
+  double& loss_sum() { return v[0]; }
+  double& correct() { return v[1]; }
+  double& non_finite() { return v[2]; }
+  double& stop() { return v[3]; }
+};
+
+std::string fixed_str(double v, int digits) {
+  char b[32];
+  std::snprintf(b, sizeof b, "%.*f", digits, v);
+  return std::string(b);
+}
+}  // namespace
+
+// The state of one run() and its phases, in the order a step runs them.
+class Trainer::Loop {
+ public:
+  Loop(Trainer& t, bool resume);
+  ~Loop();
+  int64_t first_epoch() const { return st_.epoch; }
+  void train_epoch(int64_t e);
+  void end_epoch(int64_t e);
+  TrainResult finish();
+
+ private:
+  TrainState restore(bool resume);
+  void reset_metrics();
+  void setup_reduction();
+  StepChunks chunks_of(int64_t e, int64_t s);
+  void forward_backward(int64_t e, const StepChunks& chunks, const StepChunks& next,
+                        StepStats& stats);
+  void reduce_gradients(StepStats& stats);
+  [[noreturn]] void diverge(int64_t e, const StepStats& stats);
+  void log_comm_summary();
+  void write_trace_metadata();
+
+  Trainer& t_;
+  const Comm& comm_;
+  const TrainOptions& o_;
+  const int64_t steps_per_epoch_, batch_;
+  LrSchedule sched_;
+  TrainState st_;
+  std::string resumed_from_;
+  int64_t per_rank_ = 0, micro_ = 0;
+  std::unique_ptr<ParamHome> home_;
+  GradSync* reducer_ = nullptr;
+  FaultInjection faults_ = FaultInjection::from_env();
+  TrainResult res_;
+  Prefetcher pf_;
+  MetricsWriter metrics_;
+  double t0_ = 0, run_start_ = 0, epoch_start_ = 0;
+  int64_t start_step_ = 0, epoch_images_ = 0;
+  std::unique_ptr<log::Progress> progress_;
+  std::vector<float> dlogits_;
+};
+
+Trainer::Loop::Loop(Trainer& t, bool resume)
+    : t_(t),
+      comm_(t.comm_),
+      o_(t.o_),
+      steps_per_epoch_(t.source_->steps_per_epoch()),
+      batch_(t.source_->batch_size()),
+      sched_(t.o_.sched),
+      pf_(t.meta_) {
+  st_ = restore(resume);
+  t_.broadcast_state();
+  trace::set_origin();  // right after a collective: the ranks' timelines line up
+  if (trace::enabled()) t_.model_->set_unit_hook(trace_model_unit);
+  reset_metrics();
+  metrics_ = MetricsWriter(t_.metrics_path_, comm_.is_root());
+  per_rank_ = block_range(batch_, comm_.rank(), comm_.size()).size();
+  micro_ = o_.micro_batch > 0 ? std::min(o_.micro_batch, per_rank_) : per_rank_;
+  const int64_t accum = comm_.allreduce_max((per_rank_ + micro_ - 1) / micro_);
+  setup_reduction();
+
+  res_.batch = batch_;
+  res_.per_rank_batch = per_rank_;
+  res_.accum_steps = accum;
+  res_.samples_used = t_.source_->num_active();
+  res_.peak_lr = sched_.peak();
+  res_.best_test_acc = -1;
+
+  t0_ = now_s() - st_.elapsed_s;
+  run_start_ = now_s();
+  start_step_ = st_.step;
+  progress_ = std::make_unique<log::Progress>("train", o_.epochs * steps_per_epoch_, "steps", 10.0);
+}
+
+Trainer::Loop::~Loop() {
+  t_.model_->set_grad_ready_hook(nullptr);
+  t_.model_->set_unit_hook(nullptr);
+}
+
+// A fresh state, or the newest complete checkpoint's (resume), checked against this run.
+TrainState Trainer::Loop::restore(bool resume) {
   TrainState st;
   st.seed = o_.seed;
-  st.global_batch = B;
-  st.loader = source_->describe();
-
-  std::string from;
+  st.global_batch = batch_;
+  st.loader = t_.source_->describe();
   if (resume) {
-    if (comm_.is_root()) from = latest_checkpoint(ckpt_dir_);
-    comm_.bcast_string(from);
+    if (comm_.is_root()) resumed_from_ = latest_checkpoint(t_.ckpt_dir_);
+    comm_.bcast_string(resumed_from_);
   }
-  if (!from.empty()) {
-    st = load_checkpoint(from, *model_, *opt_);
-    SIEVE_CHECK(st.seed == o_.seed, from, ": checkpoint seed ", st.seed,
-                " differs from the configured seed ", o_.seed);
-    const std::string loader = source_->describe();
-    SIEVE_CHECK(st.loader == loader, from, ": checkpoint was written by the ", st.loader,
-                " loader, this run uses ", loader,
-                " (a streamed run resumes exactly only with the same data.memory_budget_mb, "
-                "data.loader and rank count)");
-    st.loader = loader;
-    SIEVE_CHECK(st.global_batch == B, from, ": checkpoint was written with ", st.global_batch,
-                " samples per step, the configuration gives ", B,
-                " (resume needs the same global batch; the rank count may differ)");
-    log::info(cat("resuming from ", from, " (epoch ", st.epoch, ", step ", st.step, ")"));
-  } else if (resume) {
-    log::info(cat("--resume: no complete checkpoint in ", ckpt_dir_, "; starting fresh"));
+  const std::string& from = resumed_from_;
+  if (from.empty()) {
+    if (resume)
+      log::info(cat("--resume: no complete checkpoint in ", t_.ckpt_dir_, "; starting fresh"));
+    return st;
   }
-  broadcast_state();
-  trace::set_origin();  // right after a collective: the ranks' timelines line up
-  if (trace::enabled()) model_->set_unit_hook(trace_model_unit);
+  st = load_checkpoint(from, *t_.model_, *t_.opt_);
+  SIEVE_CHECK(st.seed == o_.seed, from, ": checkpoint seed ", st.seed,
+              " differs from the configured seed ", o_.seed);
+  const std::string loader = t_.source_->describe();
+  SIEVE_CHECK(st.loader == loader, from, ": checkpoint was written by the ", st.loader,
+              " loader, this run uses ", loader,
+              " (a streamed run resumes exactly only with the same data.memory_budget_mb, "
+              "data.loader and rank count)");
+  st.loader = loader;
+  SIEVE_CHECK(st.global_batch == batch_, from, ": checkpoint was written with ", st.global_batch,
+              " samples per step, the configuration gives ", batch_,
+              " (resume needs the same global batch; the rank count may differ)");
+  log::info(cat("resuming from ", from, " (epoch ", st.epoch, ", step ", st.step, ")"));
+  return st;
+}
 
-  // Metrics: a resumed run keeps the lines of epochs finished before its checkpoint.
-  if (comm_.is_root() && !metrics_path_.empty()) {
-    std::vector<Json> keep;
-    if (!from.empty() && std::filesystem::exists(metrics_path_))
-      for (auto& j : read_json_lines(metrics_path_))
-        if (j.value("epoch", int64_t(1) << 60) < st.epoch + 1) keep.push_back(j);
-    MetricsWriter w(metrics_path_, true, /*truncate=*/true);
-    for (auto& j : keep) w.write(j);
-  }
-  MetricsWriter metrics(metrics_path_, comm_.is_root());
+// Metrics: a resumed run keeps the lines of epochs finished before its checkpoint.
+void Trainer::Loop::reset_metrics() {
+  const std::string& path = t_.metrics_path_;
+  if (!comm_.is_root() || path.empty()) return;
+  std::vector<Json> keep;
+  if (!resumed_from_.empty() && std::filesystem::exists(path))
+    for (auto& j : read_json_lines(path))
+      if (j.value("epoch", int64_t(1) << 60) < st_.epoch + 1) keep.push_back(j);
+  MetricsWriter w(path, true, /*truncate=*/true);
+  for (auto& j : keep) w.write(j);
+}
 
-  const int64_t per_rank = block_range(B, comm_.rank(), comm_.size()).size();
-  const int64_t micro = o_.micro_batch > 0 ? std::min(o_.micro_batch, per_rank) : per_rank;
-  const int64_t accum = comm_.allreduce_max((per_rank + micro - 1) / micro);
-
-  // Where the optimizer, the reducer and the non-finite check see the flat buffers: the
-  // model's own on the CPU; on a device (cuda) host copies, staged once per step: gradients
-  // down after backward, parameters up after the update (host master weights). Staging costs
-  // two PCIe copies of the parameters per step and gives up overlapping the reduction with
-  // backward; a device-resident optimizer and NCCL reduction are the fast path to come.
-  // SIEVE_DEBUG_STAGE_HOST=1 stages on the CPU too, so tests pin the staged path to the direct
-  // one (same weights, bitwise) on machines without a GPU.
-  const char* force_stage = std::getenv("SIEVE_DEBUG_STAGE_HOST");
-  const bool staged = model_->device() != nn::Device::cpu || (force_stage && *force_stage == '1');
-  std::vector<float> params_stage, grads_stage;
-  if (staged) {
-    params_stage = model_->params_to_host();
-    grads_stage.assign(model_->num_params(), 0.f);
-  }
-  float* P = staged ? params_stage.data() : model_->params();
-  float* G = staged ? grads_stage.data() : model_->grads();
+// The gradient reduction over the flat gradient buffer where the optimizer sees it; on the
+// direct path its buckets start during backward, as gradients become final.
+void Trainer::Loop::setup_reduction() {
+  nn::Model& m = *t_.model_;
+  home_ = std::make_unique<ParamHome>(m);
   std::vector<std::pair<size_t, size_t>> covered;
-  for (const auto& p : model_->param_info()) covered.push_back({p.offset, p.size});
-  sync_ = make_grad_sync(o_.comm, comm_, G, model_->num_params(), covered);
-  GradSync& reducer = *sync_;
-  SIEVE_CHECK(!staged || o_.comm.mode != "async",
+  for (const auto& p : m.param_info()) covered.push_back({p.offset, p.size});
+  t_.sync_ = make_grad_sync(o_.comm, comm_, home_->grads, m.num_params(), covered);
+  reducer_ = t_.sync_.get();
+  SIEVE_CHECK(!home_->staged || o_.comm.mode != "async",
               "comm.mode async (stale-synchronous parameter server) needs the CPU path: the device "
               "path uploads the host weights after each update, not after a drain");
-  if (!staged)
-    model_->set_grad_ready_hook([&](size_t off, size_t cnt) { reducer.ready(off, cnt); });
+  if (!home_->staged)
+    m.set_grad_ready_hook([r = reducer_](size_t off, size_t cnt) { r->ready(off, cnt); });
+}
 
-  // Fault injection for tests (docs/training.md): poison a gradient, raise SIGUSR1, or die
-  // by SIGKILL (as `kill -9`) at a given optimizer step, on rank 0.
-  auto env_step = [](const char* name) {
-    const char* v = std::getenv(name);
-    return v && *v ? int64_t(std::atoll(v)) : int64_t(-1);
-  };
-  const int64_t nan_step = env_step("SIEVE_DEBUG_NAN_STEP");
-  const int64_t signal_step = env_step("SIEVE_DEBUG_SIGNAL_STEP");
-  const int64_t kill_step = env_step("SIEVE_DEBUG_KILL_STEP");
-  // Slow every step down (ms) so that a fault test's signal or kill lands mid-run even on a
-  // fast, idle machine; changes no numbers.
-  const int64_t step_delay_ms = env_step("SIEVE_DEBUG_STEP_DELAY_MS");
+StepChunks Trainer::Loop::chunks_of(int64_t e, int64_t s) {
+  StepChunks out;
+  StepPart part = t_.source_->rank_part(e, s);
+  out.data = std::move(part.data);
+  const auto& rows = part.rows;
+  for (size_t i = 0; i < rows.size(); i += size_t(micro_))
+    out.parts.emplace_back(rows.begin() + i,
+                           rows.begin() + std::min(rows.size(), i + size_t(micro_)));
+  return out;
+}
 
-  TrainResult res;
-  res.batch = B;
-  res.per_rank_batch = per_rank;
-  res.accum_steps = accum;
-  res.samples_used = source_->num_active();
-  res.peak_lr = sched.peak();
-  res.best_test_acc = -1;
+// Forward and backward over this rank's micro-batches, the next batch loading meanwhile;
+// the reducer is armed before the last backward so that its buckets start during it.
+void Trainer::Loop::forward_backward(int64_t e, const StepChunks& chunks, const StepChunks& next,
+                                     StepStats& stats) {
+  nn::Model& m = *t_.model_;
+  const int k = m.num_classes();
+  for (size_t c = 0; c < chunks.parts.size(); ++c) {
+    Batch b = [&] {
+      trace::Span span("data", "wait for batch");
+      return pf_.take();
+    }();
+    if (c + 1 < chunks.parts.size())
+      pf_.request(chunks.data, chunks.parts[c + 1], o_.augment, o_.seed, e);
+    else if (!next.parts.empty())
+      pf_.request(next.data, next.parts[0], o_.augment, o_.seed, e);
+    const int n = b.n;
+    const double fwd0 = trace::now_us();
+    const float* logits = m.forward(b.x.data(), n, true);
+    trace::complete("forward", "compute", fwd0, trace::now_us());
+    dlogits_.resize(size_t(n) * k);
+    int correct = 0;
+    double loss = nn::softmax_cross_entropy(logits, b.y.data(), n, k, o_.label_smoothing,
+                                            dlogits_.data(), &correct);
+    if (t_.batch_hook_) t_.batch_hook_(e, *chunks.data, chunks.parts[c], logits, k);
+    const float scale = float(double(n) / double(batch_));
+    for (auto& v : dlogits_) v *= scale;
+    if (c + 1 == chunks.parts.size()) reducer_->arm();
+    const double bwd0 = trace::now_us();
+    m.backward(dlogits_.data());
+    trace::complete("backward", "compute", bwd0, trace::now_us());
+    stats.loss_sum() += loss * n;
+    stats.correct() += correct;
+  }
+  if (chunks.parts.empty()) reducer_->arm();
+}
 
-  Prefetcher pf(meta_);
-  // The micro-batch sequence of this rank: (epoch, step) -> rows of the step's data, one
-  // list per micro-batch.
-  struct StepChunks {
-    std::shared_ptr<const SplitData> data;
-    std::vector<std::vector<int64_t>> parts;
-  };
-  auto chunks_of = [&](int64_t e, int64_t s) {
-    StepChunks out;
-    StepPart part = source_->rank_part(e, s);
-    out.data = std::move(part.data);
-    const auto& rows = part.rows;
-    for (size_t i = 0; i < rows.size(); i += size_t(micro))
-      out.parts.emplace_back(rows.begin() + i,
-                             rows.begin() + std::min(rows.size(), i + size_t(micro)));
-    return out;
-  };
+// The gradient summed over the ranks, checked for non-finite values; the step's statistics
+// (and any stop signal) agreed on by every rank.
+void Trainer::Loop::reduce_gradients(StepStats& stats) {
+  nn::Model& m = *t_.model_;
+  float* g = home_->grads;
+  if (home_->staged) m.backend().to_host(g, m.grads(), m.num_params() * sizeof(float));
+  reducer_->finish();
+  faults_.poison_gradient(st_.step, comm_.is_root(), g);
+  double gsum = 0;
+  for (size_t i = 0; i < m.num_params(); ++i) gsum += g[i];
+  stats.non_finite() = std::isfinite(gsum) && std::isfinite(stats.loss_sum()) ? 0 : 1;
+  faults_.after_gradient(st_.step, comm_.is_root());
+  stats.stop() = stop_signal_seen() ? 1 : 0;
+  trace::Span span("wait", "step statistics allreduce");
+  comm_.allreduce_sum(stats.v, 4);
+}
 
-  const double t0 = now_s() - st.elapsed_s;
-  const double run_start = now_s();
-  const int64_t start_step = st.step;
-  const int64_t total_steps = o_.epochs * steps_per_epoch;
-  log::Progress progress("train", total_steps, "steps", 10.0);
-  std::vector<float> dlogits;
-  double epoch_start = now_s();
-  int64_t epoch_images = 0;
+void Trainer::Loop::diverge(int64_t e, const StepStats& stats) {
+  std::string last;
+  if (comm_.is_root()) last = latest_checkpoint(t_.ckpt_dir_);
+  comm_.bcast_string(last);
+  res_.steps = st_.step;
+  res_.elapsed_s = now_s() - t0_;
+  throw Diverged(cat("divergence at step ", st_.step, " (epoch ", e + 1,
+                     "): ", std::isfinite(stats.v[0]) ? "non-finite gradient" : "non-finite loss",
+                     "; stopped without writing a checkpoint; last good checkpoint: ",
+                     last.empty() ? "none" : last),
+                 st_.step, e + 1, res_);
+}
 
-  for (int64_t e = st.epoch; e < o_.epochs; ++e) {
-    epoch_start = now_s();
-    epoch_images = 0;
-    StepChunks chunks =
-        st.step_in_epoch < steps_per_epoch ? chunks_of(e, st.step_in_epoch) : StepChunks{};
-    if (!chunks.parts.empty()) pf.request(chunks.data, chunks.parts[0], o_.augment, o_.seed, e);
-    for (int64_t s = st.step_in_epoch; s < steps_per_epoch; ++s) {
-      const double lr = sched.lr_at(st.step);
-      trace::Span step_span("step", cat("step ", st.step));
-      model_->zero_grad();
-      if (comm_.size() > 1) {
-        trace::Span span("wait", "broadcast BN buffers");
-        broadcast_buffers();
-      }
-      double stats[4] = {0, 0, 0, 0};  // loss sum, correct, non-finite, stop
-      StepChunks next_chunks = (s + 1 < steps_per_epoch) ? chunks_of(e, s + 1) : StepChunks{};
-      for (size_t c = 0; c < chunks.parts.size(); ++c) {
-        Batch b = [&] {
-          trace::Span span("data", "wait for batch");
-          return pf.take();
-        }();
-        if (c + 1 < chunks.parts.size())
-          pf.request(chunks.data, chunks.parts[c + 1], o_.augment, o_.seed, e);
-        else if (!next_chunks.parts.empty())
-          pf.request(next_chunks.data, next_chunks.parts[0], o_.augment, o_.seed, e);
-        const int n = b.n;
-        const int k = model_->num_classes();
-        const double fwd0 = trace::now_us();
-        const float* logits = model_->forward(b.x.data(), n, true);
-        trace::complete("forward", "compute", fwd0, trace::now_us());
-        dlogits.resize(size_t(n) * k);
-        int correct = 0;
-        double loss = nn::softmax_cross_entropy(logits, b.y.data(), n, k, o_.label_smoothing,
-                                                dlogits.data(), &correct);
-        if (batch_hook_) batch_hook_(e, *chunks.data, chunks.parts[c], logits, k);
-        const float scale = float(double(n) / double(B));
-        for (auto& v : dlogits) v *= scale;
-        if (c + 1 == chunks.parts.size()) reducer.arm();
-        const double bwd0 = trace::now_us();
-        model_->backward(dlogits.data());
-        trace::complete("backward", "compute", bwd0, trace::now_us());
-        stats[0] += loss * n;
-        stats[1] += correct;
-      }
-      if (chunks.parts.empty()) reducer.arm();
-      if (staged)
-        model_->backend().to_host(G, model_->grads(), model_->num_params() * sizeof(float));
-      reducer.finish();
-      float* g = G;
-      if (st.step == nan_step && comm_.is_root()) g[0] = std::nanf("");
-      double gsum = 0;
-      for (size_t i = 0; i < model_->num_params(); ++i) gsum += g[i];
-      stats[2] = std::isfinite(gsum) && std::isfinite(stats[0]) ? 0 : 1;
-      if (st.step == signal_step && comm_.is_root()) std::raise(SIGUSR1);
-      if (st.step == kill_step && comm_.is_root()) std::raise(SIGKILL);
-      if (step_delay_ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(step_delay_ms));
-      stats[3] = stop_signal_seen() ? 1 : 0;
-      {
-        trace::Span span("wait", "step statistics allreduce");
-        comm_.allreduce_sum(stats, 4);
-      }
-      if (stats[2] > 0) {
-        std::string last;
-        if (comm_.is_root()) last = latest_checkpoint(ckpt_dir_);
-        comm_.bcast_string(last);
-        res.steps = st.step;
-        res.elapsed_s = now_s() - t0;
-        throw Diverged(cat("divergence at step ", st.step, " (epoch ", e + 1, "): ",
-                           std::isfinite(stats[0]) ? "non-finite gradient" : "non-finite loss",
-                           "; stopped without writing a checkpoint; last good checkpoint: ",
-                           last.empty() ? "none" : last),
-                       st.step, e + 1, res);
-      }
-      {
-        trace::Span span("optimizer", "optimizer step");
-        reducer.update(*opt_, P, g, lr);
-      }
-      if (staged) model_->params_from_host(P);
-      ++st.step;
-      st.step_in_epoch = s + 1;
-      st.loss_sum += stats[0];
-      st.correct += int64_t(stats[1]);
-      st.seen += B;
-      epoch_images += B;
-      chunks = std::move(next_chunks);
-      progress.update(st.step);
-      const bool stop = stats[3] > 0;
-      if (stop || (o_.ckpt_every_steps > 0 && st.step % o_.ckpt_every_steps == 0 &&
-                   s + 1 < steps_per_epoch)) {
-        st.elapsed_s = now_s() - t0;
-        checkpoint(st);
-        if (stop) throw StopRequested{checkpoint_name(ckpt_dir_, st.step)};
-      }
+// One epoch of optimizer steps: next batch, forward, zero grad, backward, reduce, update.
+void Trainer::Loop::train_epoch(int64_t e) {
+  nn::Model& m = *t_.model_;
+  epoch_start_ = now_s();
+  epoch_images_ = 0;
+  StepChunks chunks =
+      st_.step_in_epoch < steps_per_epoch_ ? chunks_of(e, st_.step_in_epoch) : StepChunks{};
+  if (!chunks.parts.empty()) pf_.request(chunks.data, chunks.parts[0], o_.augment, o_.seed, e);
+  for (int64_t s = st_.step_in_epoch; s < steps_per_epoch_; ++s) {
+    const double lr = sched_.lr_at(st_.step);
+    trace::Span step_span("step", cat("step ", st_.step));
+    m.zero_grad();
+    if (comm_.size() > 1) {
+      trace::Span span("wait", "broadcast BN buffers");
+      t_.broadcast_buffers();
     }
-    reducer.drain();  // stale-synchronous PS: rounds in flight are applied before evaluating
-    // End of epoch: statistics, evaluation, metrics, checkpoint.
-    const double train_loss = st.seen ? st.loss_sum / double(st.seen) : 0.0;
-    const double train_acc = st.seen ? double(st.correct) / double(st.seen) : 0.0;
-    const double epoch_time = now_s() - epoch_start;
-    Json rec;
-    rec["epoch"] = e + 1;
-    rec["step"] = st.step;
-    rec["lr"] = sched.lr_at(std::max<int64_t>(0, st.step - 1));
-    rec["train_loss"] = train_loss;
-    rec["train_acc"] = train_acc;
-    const bool do_eval =
-        !test_.empty() && test_.rows > 0 &&
-        ((o_.eval_every > 0 && (e + 1) % o_.eval_every == 0) || e + 1 == o_.epochs);
-    const double elapsed = now_s() - t0;
-    if (do_eval) {
-      auto [tl, ta] = evaluate(test_);
-      rec["test_loss"] = tl;
-      rec["test_acc"] = ta;
-      rec["gen_gap"] = train_acc - ta;
-      res.final_test_acc = ta;
-      res.final_test_loss = tl;
-      if (ta > res.best_test_acc) {
-        res.best_test_acc = ta;
-        res.best_epoch = e + 1;
-        res.time_to_best_s = now_s() - t0;
-      }
+    StepStats stats;
+    StepChunks next = (s + 1 < steps_per_epoch_) ? chunks_of(e, s + 1) : StepChunks{};
+    forward_backward(e, chunks, next, stats);
+    reduce_gradients(stats);
+    if (stats.non_finite() > 0) diverge(e, stats);
+    {
+      trace::Span span("optimizer", "optimizer step");
+      reducer_->update(*t_.opt_, home_->params, home_->grads, lr);
     }
-    const double ips = epoch_time > 0 ? double(epoch_images) / epoch_time : 0.0;
-    rec["images_per_s"] = ips;
-    rec["images_per_s_per_rank"] = ips / comm_.size();
-    rec["elapsed_s"] = elapsed;
-    const double done_frac = double(st.step - start_step) / double(total_steps - start_step);
-    const double eta = done_frac > 0 ? (now_s() - run_start) * (1 - done_frac) / done_frac : 0;
-    rec["eta_s"] = eta;
-    if (epoch_hook_) epoch_hook_(e + 1, rec);
-    metrics.write(rec);
-    log::info(cat("epoch ", e + 1, "/", o_.epochs, ": loss ", train_loss, " acc ", train_acc,
-                  do_eval ? cat(" | test loss ", rec["test_loss"].get<double>(), " acc ",
-                                rec["test_acc"].get<double>())
-                          : std::string(),
-                  " | lr ", rec["lr"].get<double>(), " | ", int64_t(ips), " img/s | ETA ",
-                  log::format_duration(eta)));
-    res.final_train_acc = train_acc;
-    res.final_train_loss = train_loss;
-    st.epoch = e + 1;
-    st.step_in_epoch = 0;
-    st.loss_sum = 0;
-    st.correct = st.seen = 0;
-    const bool last = e + 1 == o_.epochs;
-    if (o_.ckpt_every_epochs > 0 && ((e + 1) % o_.ckpt_every_epochs == 0 || last)) {
-      st.elapsed_s = now_s() - t0;
-      checkpoint(st);
+    if (home_->staged) m.params_from_host(home_->params);
+    ++st_.step;
+    st_.step_in_epoch = s + 1;
+    st_.loss_sum += stats.loss_sum();
+    st_.correct += int64_t(stats.correct());
+    st_.seen += batch_;
+    epoch_images_ += batch_;
+    chunks = std::move(next);
+    progress_->update(st_.step);
+    const bool stop = stats.stop() > 0;
+    if (stop || (o_.ckpt_every_steps > 0 && st_.step % o_.ckpt_every_steps == 0 &&
+                 s + 1 < steps_per_epoch_)) {
+      st_.elapsed_s = now_s() - t0_;
+      t_.checkpoint(st_);
+      if (stop) throw StopRequested{checkpoint_name(t_.ckpt_dir_, st_.step)};
     }
   }
-  progress.finish();
-  model_->set_grad_ready_hook(nullptr);
-  model_->set_unit_hook(nullptr);
-  if (const SyncStats& cs = reducer.stats(); cs.steps > 0 && comm_.size() > 1) {
-    // Rank 0's view of what the strategy did: the numbers behind the step timeline.
-    const double n = double(cs.steps);
-    auto fixed_str = [](double v, int digits) {
-      char b[32];
-      std::snprintf(b, sizeof b, "%.*f", digits, v);
-      return std::string(b);
-    };
-    const double blocked = cs.finish_wait_s + cs.update_comm_s + cs.negotiation_wait_s;
-    log::info(cat(
-        "comm ", reducer.name(), ": ", fixed_str(cs.messages / n, 1), " reductions per step (",
-        int64_t(100.0 * cs.started_early / std::max<int64_t>(1, cs.messages)),
-        " % started during backward), ", fixed_str(cs.bytes / n / 1048576.0, 2),
-        " MiB per step; blocked ", fixed_str(1e3 * blocked / n, 2), " ms per step",
-        cs.negotiations > 0 ? cat(" (", fixed_str(cs.negotiations / n, 1), " agreement rounds, ",
-                                  fixed_str(1e3 * cs.negotiation_wait_s / n, 2), " ms)")
-                            : std::string()));
+  reducer_->drain();  // stale-synchronous PS: rounds in flight are applied before evaluating
+}
+
+// End of epoch: statistics, evaluation, the epoch hook, metrics, log line, checkpoint.
+void Trainer::Loop::end_epoch(int64_t e) {
+  const double train_loss = st_.seen ? st_.loss_sum / double(st_.seen) : 0.0;
+  const double train_acc = st_.seen ? double(st_.correct) / double(st_.seen) : 0.0;
+  const double epoch_time = now_s() - epoch_start_;
+  Json rec;
+  rec["epoch"] = e + 1;
+  rec["step"] = st_.step;
+  rec["lr"] = sched_.lr_at(std::max<int64_t>(0, st_.step - 1));
+  rec["train_loss"] = train_loss;
+  rec["train_acc"] = train_acc;
+  const bool do_eval = !t_.test_.empty() && t_.test_.rows > 0 &&
+                       ((o_.eval_every > 0 && (e + 1) % o_.eval_every == 0) || e + 1 == o_.epochs);
+  const double elapsed = now_s() - t0_;
+  if (do_eval) {
+    auto [tl, ta] = t_.evaluate(t_.test_);
+    rec["test_loss"] = tl;
+    rec["test_acc"] = ta;
+    rec["gen_gap"] = train_acc - ta;
+    res_.final_test_acc = ta;
+    res_.final_test_loss = tl;
+    if (ta > res_.best_test_acc) {
+      res_.best_test_acc = ta;
+      res_.best_epoch = e + 1;
+      res_.time_to_best_s = now_s() - t0_;
+    }
   }
-  if (trace::enabled())
-    trace::write_gathered(
-        comm_, trace::path(),
-        cat("{\"strategy\":\"", o_.comm.strategy, "\",\"ranks\":", comm_.size(), ",\"arch\":\"",
-            o_.spec.arch, "\",\"width\":", o_.spec.width, ",\"global_batch\":", B,
-            ",\"buckets\":", reducer.num_buckets(), ",\"params\":", model_->num_params(),
-            ",\"bucket_mb\":", o_.comm.bucket_mb, ",\"cycle_ms\":", o_.comm.cycle_ms,
-            ",\"fusion_mb\":", o_.comm.fusion_mb, ",\"servers\":", o_.comm.servers,
-            ",\"tensors\":", model_->param_info().size(), "}"));
-  if (res.final_test_acc < 0 && !test_.empty() && test_.rows > 0) {  // resumed after the last epoch
-    auto [tl, ta] = evaluate(test_);
-    res.final_test_acc = res.best_test_acc = ta;
-    res.final_test_loss = tl;
+  const double ips = epoch_time > 0 ? double(epoch_images_) / epoch_time : 0.0;
+  rec["images_per_s"] = ips;
+  rec["images_per_s_per_rank"] = ips / comm_.size();
+  rec["elapsed_s"] = elapsed;
+  const int64_t total_steps = o_.epochs * steps_per_epoch_;
+  const double done_frac = double(st_.step - start_step_) / double(total_steps - start_step_);
+  const double eta = done_frac > 0 ? (now_s() - run_start_) * (1 - done_frac) / done_frac : 0;
+  rec["eta_s"] = eta;
+  if (t_.epoch_hook_) t_.epoch_hook_(e + 1, rec);
+  metrics_.write(rec);
+  log::info(cat("epoch ", e + 1, "/", o_.epochs, ": loss ", train_loss, " acc ", train_acc,
+                do_eval ? cat(" | test loss ", rec["test_loss"].get<double>(), " acc ",
+                              rec["test_acc"].get<double>())
+                        : std::string(),
+                " | lr ", rec["lr"].get<double>(), " | ", int64_t(ips), " img/s | ETA ",
+                log::format_duration(eta)));
+  res_.final_train_acc = train_acc;
+  res_.final_train_loss = train_loss;
+  st_.epoch = e + 1;
+  st_.step_in_epoch = 0;
+  st_.loss_sum = 0;
+  st_.correct = st_.seen = 0;
+  const bool last = e + 1 == o_.epochs;
+  if (o_.ckpt_every_epochs > 0 && ((e + 1) % o_.ckpt_every_epochs == 0 || last)) {
+    st_.elapsed_s = now_s() - t0_;
+    t_.checkpoint(st_);
   }
-  res.steps = st.step;
-  res.elapsed_s = now_s() - t0;
-  const double run_time = now_s() - run_start;
-  res.images_per_s = run_time > 0 ? double((st.step - start_step) * B) / run_time : 0.0;
-  res.images_per_s_per_rank = res.images_per_s / comm_.size();
-  source_->quiesce();  // the caller writes the model (HDF5) next
-  return res;
+}
+
+// Rank 0's view of what the communication strategy did: the numbers behind the timeline.
+void Trainer::Loop::log_comm_summary() {
+  const SyncStats& cs = reducer_->stats();
+  if (cs.steps <= 0 || comm_.size() <= 1) return;
+  const double n = double(cs.steps);
+  const double blocked = cs.finish_wait_s + cs.update_comm_s + cs.negotiation_wait_s;
+  log::info(
+      cat("comm ", reducer_->name(), ": ", fixed_str(cs.messages / n, 1), " reductions per step (",
+          int64_t(100.0 * cs.started_early / std::max<int64_t>(1, cs.messages)),
+          " % started during backward), ", fixed_str(cs.bytes / n / 1048576.0, 2),
+          " MiB per step; blocked ", fixed_str(1e3 * blocked / n, 2), " ms per step",
+          cs.negotiations > 0 ? cat(" (", fixed_str(cs.negotiations / n, 1), " agreement rounds, ",
+                                    fixed_str(1e3 * cs.negotiation_wait_s / n, 2), " ms)")
+                              : std::string()));
+}
+
+// --trace: every rank's timeline gathered into one file, with what the run was.
+void Trainer::Loop::write_trace_metadata() {
+  if (!trace::enabled()) return;
+  const nn::Model& m = *t_.model_;
+  trace::write_gathered(
+      comm_, trace::path(),
+      cat("{\"strategy\":\"", o_.comm.strategy, "\",\"ranks\":", comm_.size(), ",\"arch\":\"",
+          o_.spec.arch, "\",\"width\":", o_.spec.width, ",\"global_batch\":", batch_,
+          ",\"buckets\":", reducer_->num_buckets(), ",\"params\":", m.num_params(),
+          ",\"bucket_mb\":", o_.comm.bucket_mb, ",\"cycle_ms\":", o_.comm.cycle_ms,
+          ",\"fusion_mb\":", o_.comm.fusion_mb, ",\"servers\":", o_.comm.servers,
+          ",\"tensors\":", m.param_info().size(), "}"));
+}
+
+TrainResult Trainer::Loop::finish() {
+  progress_->finish();
+  t_.model_->set_grad_ready_hook(nullptr);
+  t_.model_->set_unit_hook(nullptr);
+  log_comm_summary();
+  write_trace_metadata();
+  if (res_.final_test_acc < 0 && !t_.test_.empty() &&
+      t_.test_.rows > 0) {  // resumed after the last epoch
+    auto [tl, ta] = t_.evaluate(t_.test_);
+    res_.final_test_acc = res_.best_test_acc = ta;
+    res_.final_test_loss = tl;
+  }
+  res_.steps = st_.step;
+  res_.elapsed_s = now_s() - t0_;
+  const double run_time = now_s() - run_start_;
+  res_.images_per_s = run_time > 0 ? double((st_.step - start_step_) * batch_) / run_time : 0.0;
+  res_.images_per_s_per_rank = res_.images_per_s / comm_.size();
+  t_.source_->quiesce();  // the caller writes the model (HDF5) next
+  return res_;
+}
+
+TrainResult Trainer::run(bool resume) {
+  install_stop_handlers();
+  Loop loop(*this, resume);
+  for (int64_t e = loop.first_epoch(); e < o_.epochs; ++e) {
+    loop.train_epoch(e);
+    loop.end_epoch(e);
+  }
+  return loop.finish();
 }
 
 }  // namespace sieve::train

@@ -28,8 +28,8 @@
 #include "train/checkpoint.hpp"
 #include "train/grad_sync.hpp"
 #include "train/loader.hpp"
-#include "train/stream.hpp"
 #include "train/optimizer.hpp"
+#include "train/stream.hpp"
 
 namespace sieve::train {
 
@@ -105,12 +105,13 @@ class Trainer {
   // Called on every rank after each training micro-batch's forward pass: (epoch 0-based, the
   // rows of `data` in the batch, their logits [rows, classes]). pretrain records the
   // training dynamics with it (train/dynamics.hpp).
-  using BatchHook = std::function<void(int64_t epoch, const SplitData& data,
-                                       const std::vector<int64_t>& rows, const float* logits,
-                                       int classes)>;
+  using BatchHook =
+      std::function<void(int64_t epoch, const SplitData& data, const std::vector<int64_t>& rows,
+                         const float* logits, int classes)>;
   void set_batch_hook(BatchHook hook) { batch_hook_ = std::move(hook); }
 
  private:
+  class Loop;                // the state and phases of one run() (trainer.cpp)
   void broadcast_state();    // parameters and BN buffers from rank 0
   void broadcast_buffers();  // BN buffers from rank 0 (every step, as DDP)
   void checkpoint(const TrainState& st);
