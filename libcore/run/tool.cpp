@@ -108,20 +108,8 @@ int first_failed_rank(const Comm& vc, int local_code) {
   }
 }
 
-}  // namespace
-
-int run_tool(int argc, char** argv, const ToolSpec& spec, const FlagAdder& add_flags,
-             const ToolBody& body) {
-  allow_root_mpi();
-  MpiSession mpi(&argc, &argv);
-  Comm comm = Comm::world();
-  log::set_rank(comm.rank(), comm.size());
-  log::set_tool_name(spec.name);
-  share_cores(comm);
-  // SIGINT/SIGTERM/SIGHUP remove this process's temporaries, then end it as the signal
-  // would (a trainer's SIGTERM checkpoint handler replaces this one while it trains).
-  cleanup::install_signal_handlers();
-
+// The options every tool takes (help, config, overrides, --get ...), after the tool's own.
+void add_common_options(po::options_description& all) {
   po::options_description common("Common options");
   // clang-format off
   common.add_options()
@@ -135,16 +123,12 @@ int run_tool(int argc, char** argv, const ToolSpec& spec, const FlagAdder& add_f
       ("overwrite", "replace existing outputs")
       ("get", po::value<std::string>(), "print the resolved value of one config key and exit ('.': the whole resolved config)");
   // clang-format on
-  po::options_description own(spec.name + " options");
-  if (add_flags) add_flags(own);
-  if (spec.trace)
-    own.add_options()("trace", po::value<std::string>(),
-                      "write the training step timeline to FILE: Chrome trace-event JSON, one "
-                      "process per rank (open in ui.perfetto.dev or chrome://tracing)");
-  po::options_description all;
-  all.add(own).add(common);
+  all.add(common);
+}
 
-  ToolContext ctx{comm, Config(), {}, false};
+// The command line into ctx.flags; a usage error is printed once (rank 0) and gives code 2.
+std::optional<int> parse_command_line(int argc, char** argv, const po::options_description& all,
+                                      const ToolSpec& spec, ToolContext& ctx) {
   try {
     auto parsed = po::command_line_parser(argc, argv).options(all).run();
     // A bare word is never meant: most often a config file without --config, which would
@@ -160,12 +144,19 @@ int run_tool(int argc, char** argv, const ToolSpec& spec, const FlagAdder& add_f
     po::store(parsed, ctx.flags);
     po::notify(ctx.flags);
   } catch (const po::error& e) {
-    if (comm.is_root())
+    if (ctx.comm.is_root())
       std::fprintf(stderr, "%s: error: %s (see --help)\n", spec.name.c_str(), e.what());
     return 2;
   }
+  return std::nullopt;
+}
+
+// --help, --version and --help-config, printed by rank 0: code 0 when one was asked for.
+std::optional<int> answer_info_flags(const po::options_description& all, const ToolSpec& spec,
+                                     const ToolContext& ctx) {
+  const bool root = ctx.comm.is_root();
   if (ctx.flags.count("help")) {
-    if (comm.is_root()) {
+    if (root) {
       std::cout << spec.name << " — " << spec.summary << "\n\nUsage: " << spec.name
                 << " [options]\n\n"
                 << all << "\n";
@@ -175,13 +166,19 @@ int run_tool(int argc, char** argv, const ToolSpec& spec, const FlagAdder& add_f
     return 0;
   }
   if (ctx.flags.count("version")) {
-    if (comm.is_root()) std::cout << spec.name << " (Sieve) " << SIEVE_VERSION << "\n";
+    if (root) std::cout << spec.name << " (Sieve) " << SIEVE_VERSION << "\n";
     return 0;
   }
   if (ctx.flags.count("help-config")) {
-    if (comm.is_root()) std::cout << pipeline_schema().describe();
+    if (root) std::cout << pipeline_schema().describe();
     return 0;
   }
+  return std::nullopt;
+}
+
+// The config: the schema's defaults, the --config files in order, then each --set. An
+// error is printed once and gives its code.
+std::optional<int> load_config(ToolContext& ctx) {
   try {
     std::vector<std::string> overrides;
     if (ctx.flags.count("set")) overrides = ctx.flags["set"].as<std::vector<std::string>>();
@@ -190,37 +187,43 @@ int run_tool(int argc, char** argv, const ToolSpec& spec, const FlagAdder& add_f
     ctx.cfg = Config::load(pipeline_schema(), files, overrides);
     note_config_inputs(files);  // inputs of this run: no output may replace one
   } catch (const Error& e) {
-    if (comm.is_root()) log::error(e.what(), false);
+    if (ctx.comm.is_root()) log::error(e.what(), false);
     return e.exit_code();
   }
-  ctx.overwrite = ctx.flags.count("overwrite") > 0;
-  if (ctx.flags.count("trace")) trace::enable(ctx.flag("trace"));
-  if (ctx.flags.count("get")) {
-    // For scripts: the value as the programs see it (defaults + file + --set).
-    std::string key = ctx.flag("get");
-    try {
-      if (key == ".") {  // the whole resolved config, as block YAML (for scripts)
-        if (comm.is_root()) std::cout << ctx.cfg.to_yaml() << std::flush;
-        return 0;
-      }
-      YAML::Node cur = find_at_key_path(YAML::Load(ctx.cfg.to_yaml()), key);
-      if (!cur) throw UsageError(cat("--get ", key, ": unknown key"));
-      if (comm.is_root()) {
-        if (cur.IsScalar()) {
-          std::cout << cur.Scalar() << "\n";
-        } else {
-          YAML::Emitter e;
-          e << YAML::Flow << cur;
-          std::cout << e.c_str() << "\n";
-        }
-      }
-    } catch (const Error& e) {
-      if (comm.is_root()) log::error(e.what(), false);
-      return e.exit_code();
-    }
-    return 0;
-  }
+  return std::nullopt;
+}
 
+// --get KEY, for scripts: the value as the programs see it (defaults + file + --set).
+int print_config_key(const ToolContext& ctx) {
+  const std::string key = ctx.flag("get");
+  const bool root = ctx.comm.is_root();
+  try {
+    if (key == ".") {  // the whole resolved config, as block YAML (for scripts)
+      if (root) std::cout << ctx.cfg.to_yaml() << std::flush;
+      return 0;
+    }
+    YAML::Node cur = find_at_key_path(YAML::Load(ctx.cfg.to_yaml()), key);
+    if (!cur) throw UsageError(cat("--get ", key, ": unknown key"));
+    if (root) {
+      if (cur.IsScalar()) {
+        std::cout << cur.Scalar() << "\n";
+      } else {
+        YAML::Emitter e;
+        e << YAML::Flow << cur;
+        std::cout << e.c_str() << "\n";
+      }
+    }
+  } catch (const Error& e) {
+    if (root) log::error(e.what(), false);
+    return e.exit_code();
+  }
+  return 0;
+}
+
+// The tool's body, then one verdict for the whole job: a failure every rank reached is
+// printed once and every rank exits with the code; a failure of one rank alone ends the job.
+int run_body(ToolContext& ctx, const ToolBody& body) {
+  const Comm& comm = ctx.comm;
   // A private duplicate of the world communicator for the end-of-run agreement, so that
   // it can never be matched against a collective that another rank is still inside.
   std::optional<Comm> verdict_comm;
@@ -264,7 +267,41 @@ int run_tool(int argc, char** argv, const ToolSpec& spec, const FlagAdder& add_f
       comm.abort(code);
     }
   }
-  return code;  // verdict_comm is freed here, before MpiSession finalizes
+  return code;  // verdict_comm is freed here, before run_tool's MpiSession finalizes
+}
+
+}  // namespace
+
+int run_tool(int argc, char** argv, const ToolSpec& spec, const FlagAdder& add_flags,
+             const ToolBody& body) {
+  allow_root_mpi();
+  MpiSession mpi(&argc, &argv);
+  Comm comm = Comm::world();
+  log::set_rank(comm.rank(), comm.size());
+  log::set_tool_name(spec.name);
+  share_cores(comm);
+  // SIGINT/SIGTERM/SIGHUP remove this process's temporaries, then end it as the signal
+  // would (a trainer's SIGTERM checkpoint handler replaces this one while it trains).
+  cleanup::install_signal_handlers();
+
+  po::options_description own(spec.name + " options");
+  if (add_flags) add_flags(own);
+  if (spec.trace)
+    own.add_options()("trace", po::value<std::string>(),
+                      "write the training step timeline to FILE: Chrome trace-event JSON, one "
+                      "process per rank (open in ui.perfetto.dev or chrome://tracing)");
+  po::options_description all;
+  all.add(own);
+  add_common_options(all);
+
+  ToolContext ctx{comm, Config(), {}, false};
+  if (auto code = parse_command_line(argc, argv, all, spec, ctx)) return *code;
+  if (auto code = answer_info_flags(all, spec, ctx)) return *code;
+  if (auto code = load_config(ctx)) return *code;
+  ctx.overwrite = ctx.flags.count("overwrite") > 0;
+  if (ctx.flags.count("trace")) trace::enable(ctx.flag("trace"));
+  if (ctx.flags.count("get")) return print_config_key(ctx);
+  return run_body(ctx, body);
 }
 
 }  // namespace sieve
