@@ -2,19 +2,21 @@
 // SGEMM peak (CPU backends).
 //
 //   bench_nn_resnet [batch=128] [steps=10] [warmup=2] [arch=resnet18] [width=1.0] [sgemm=1]
-//                   [backend=cpu] [precision=fp32] [stem=cifar] [input=32]
+//                   [backend=cpu] [precision=fp32] [stem=cifar] [input=32] [pass=train]
 //
-// One step = zero_grad + forward(training) + softmax CE on the host + backward + plain SGD
-// update (the backend's axpy over the flat parameter buffer, on the model's device). Each
-// timed step ends by reading 4 bytes of the parameters back, which waits for a GPU backend's
-// queued work, so the median covers the whole step, input upload and logits download
-// included. Prints the median images/s; on the CPU also the SGEMM GFLOP/s of a large
-// cblas_sgemm (4096^3, best of 3; sgemm=0 skips it) and the fraction of it the step reaches.
-// precision: fp32 | bf16 | auto (resolve_precision). stem imagenet (7x7/2 + max pool) with
-// 1000 classes, cifar with 10. Training FLOPs (~3x forward, 2 per multiply-add) are printed
-// for the configurations whose forward cost is known: CIFAR ResNet-18 (0.556 G multiply-adds
-// per image) and ImageNet ResNet-50 at 224 (4.09 G). Threads: OMP_NUM_THREADS (oneDNN) and
-// OPENBLAS_NUM_THREADS.
+// pass train: one step = zero_grad + forward(training) + softmax CE on the host + backward +
+// plain SGD update (the backend's axpy over the flat parameter buffer, on the model's device).
+// Each timed step ends by reading 4 bytes of the parameters back, which waits for a GPU
+// backend's queued work, so the median covers the whole step, input upload and logits
+// download included.
+// pass infer: one step = forward in eval mode (batch norm on its running statistics), the
+// logits read back to the host: what extract_features does per batch. Prints the median images/s;
+// on the CPU also the SGEMM GFLOP/s of a large cblas_sgemm (4096^3, best of 3; sgemm=0 skips it)
+// and the fraction of it the step reaches. precision: fp32 | bf16 | auto (resolve_precision). stem
+// imagenet (7x7/2 + max pool) with 1000 classes, cifar with 10. Training FLOPs (~3x forward, 2 per
+// multiply-add) are printed for the configurations whose forward cost is known: CIFAR ResNet-18
+// (0.556 G multiply-adds per image) and ImageNet ResNet-50 at 224 (4.09 G); inference is 1x
+// forward. Threads: OMP_NUM_THREADS (oneDNN) and OPENBLAS_NUM_THREADS.
 #include <cblas.h>
 #include <omp.h>
 
@@ -62,7 +64,8 @@ static double forward_gmacs(const ModelSpec& s) {
 
 static const char* kUsage =
     "usage: bench_nn_resnet [batch=128] [steps=10] [warmup=2] [arch=resnet18] [width=1.0]\n"
-    "                       [sgemm=1] [backend=cpu] [precision=fp32] [stem=cifar] [input=32]\n";
+    "                       [sgemm=1] [backend=cpu] [precision=fp32] [stem=cifar] [input=32]\n"
+    "                       [pass=train|infer]\n";
 
 // Positional argument i as a number of at least `min` (a whole one up to 2^31 - 1 if
 // `whole`), or `fallback` when absent.
@@ -97,6 +100,11 @@ static int run(int argc, char** argv) {
   spec.stem = argc > 9 ? argv[9] : "cifar";
   spec.in_height = spec.in_width = int(number_arg(argc, argv, 10, "input", 32, 1));
   spec.num_classes = spec.stem == "imagenet" ? 1000 : 10;
+  const std::string pass = argc > 11 ? argv[11] : "train";
+  if (pass != "train" && pass != "infer")
+    throw sieve::UsageError(
+        sieve::cat("argument 11 (pass) '", pass, "': expected train or infer (see --help)"));
+  const bool train = pass == "train";
   std::string note;
   spec.dtype = resolve_precision(precision, spec.backend, "precision", &note);
   if (!note.empty()) std::fprintf(stderr, "bench_nn_resnet: %s\n", note.c_str());
@@ -116,13 +124,17 @@ static int run(int argc, char** argv) {
   std::vector<double> times;
   for (int s = 0; s < warmup + steps; ++s) {
     auto t = Clock::now();
-    model->zero_grad();
-    const float* z = model->forward(x.data(), batch, true);
-    softmax_cross_entropy(z, y.data(), batch, k, 0.f, dz.data(), nullptr);
-    model->backward(dz.data());
-    be.axpy(-0.01f, model->grads(), model->params(), model->num_params());
-    float probe;
-    be.to_host(&probe, model->params(), sizeof(float));  // waits for the device's queue
+    if (train) {
+      model->zero_grad();
+      const float* z = model->forward(x.data(), batch, true);
+      softmax_cross_entropy(z, y.data(), batch, k, 0.f, dz.data(), nullptr);
+      model->backward(dz.data());
+      be.axpy(-0.01f, model->grads(), model->params(), model->num_params());
+      float probe;
+      be.to_host(&probe, model->params(), sizeof(float));  // waits for the device's queue
+    } else {
+      model->forward(x.data(), batch, false);  // returns the logits on the host: all is done
+    }
     if (s >= warmup) times.push_back(seconds_since(t));
   }
   std::sort(times.begin(), times.end());
@@ -130,21 +142,21 @@ static int run(int argc, char** argv) {
   const double ips = batch / med;
   std::printf(
       "model            %s width %.3g (%s stem, %dx%d), batch %d, backend %s %s, "
-      "threads %d\n",
+      "threads %d, pass %s\n",
       spec.arch.c_str(), spec.width, spec.stem.c_str(), spec.in_height, spec.in_width, batch,
-      spec.backend.c_str(), dtype_name(spec.dtype), omp_get_max_threads());
+      spec.backend.c_str(), dtype_name(spec.dtype), omp_get_max_threads(), pass.c_str());
   std::printf("step median      %.4f s over %d steps (min %.4f, max %.4f)\n", med, steps,
               times.front(), times.back());
   std::printf("images/s         %.1f\n", ips);
-  const double train_gflop_per_img = 2 * forward_gmacs(spec) * 3;
-  if (train_gflop_per_img > 0)
-    std::printf("train GFLOP/s    %.1f (%.2f GFLOP/img x %.1f img/s)\n", ips * train_gflop_per_img,
-                train_gflop_per_img, ips);
+  const double gflop_per_img = 2 * forward_gmacs(spec) * (train ? 3 : 1);
+  if (gflop_per_img > 0)
+    std::printf("%s GFLOP/s    %.1f (%.2f GFLOP/img x %.1f img/s)\n", train ? "train" : "infer",
+                ips * gflop_per_img, gflop_per_img, ips);
   if (do_sgemm) {
     const double peak = sgemm_gflops();
     std::printf("sgemm GFLOP/s    %.1f (4096^3, best of 3)", peak);
-    if (train_gflop_per_img > 0)
-      std::printf(": the step reaches %.0f%% of it", 100.0 * ips * train_gflop_per_img / peak);
+    if (gflop_per_img > 0)
+      std::printf(": the step reaches %.0f%% of it", 100.0 * ips * gflop_per_img / peak);
     std::printf("\n");
   }
   std::printf("RESULT sieve_images_per_s %.2f\n", ips);

@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """PyTorch CPU peer of bench/bench_nn_resnet.cpp: the same CIFAR ResNet-18 (hand-written, no
-torchvision), same batch, threads and step (zero_grad, forward, CE, backward, SGD update).
+torchvision), same batch, threads and step (pass train: zero_grad, forward, CE, backward, SGD
+update; pass infer: forward in eval mode under torch.inference_mode, as extract_features).
 
-    python scripts/bench_resnet_torch.py [batch=128] [steps=10] [warmup=2] [mode=fp32]
+    python scripts/bench_resnet_torch.py [batch=128] [steps=10] [warmup=2] [mode=fp32] [pass=train]
 
 mode: fp32 (eager, NCHW), bf16 (torch.autocast("cpu", bfloat16) + channels_last: PyTorch's
 best CPU mode on bf16 hardware), compile (torch.compile of the fp32 model) or compile-bf16.
@@ -68,12 +69,15 @@ def main():
     mode = sys.argv[4] if len(sys.argv) > 4 else "fp32"
     if mode not in ("fp32", "bf16", "compile", "compile-bf16"):
         sys.exit(f"bench_resnet_torch: mode '{mode}': expected fp32, bf16, compile or compile-bf16")
+    which = sys.argv[5] if len(sys.argv) > 5 else "train"
+    if which not in ("train", "infer"):
+        sys.exit(f"bench_resnet_torch: pass '{which}': expected train or infer")
     bf16 = mode.endswith("bf16")
     threads = int(os.environ.get("OMP_NUM_THREADS", "2"))
     torch.set_num_threads(threads)
     torch.manual_seed(1)
     model = ResNet18Cifar()
-    model.train()
+    model.train(which == "train")
     x = torch.randn(batch, 3, 32, 32)
     if bf16:  # channels_last lets oneDNN's bf16 kernels run without layout reorders
         model = model.to(memory_format=torch.channels_last)
@@ -82,20 +86,28 @@ def main():
     run = torch.compile(model) if mode.startswith("compile") else model
     y = torch.arange(batch) % 10
     autocast = (lambda: torch.autocast("cpu", dtype=torch.bfloat16)) if bf16 else contextlib.nullcontext
-    times = []
-    for s in range(warmup + steps):
-        t = time.perf_counter()
+    def train_step():
         opt.zero_grad()
         with autocast():
             loss = F.cross_entropy(run(x), y)
         loss.backward()
         opt.step()
+
+    def infer_step():
+        with torch.inference_mode(), autocast():
+            run(x).float()
+
+    step = train_step if which == "train" else infer_step
+    times = []
+    for s in range(warmup + steps):
+        t = time.perf_counter()
+        step()
         if s >= warmup:
             times.append(time.perf_counter() - t)
     times.sort()
     med = times[len(times) // 2]
     print(f"torch {torch.__version__} mode {mode} mkldnn={torch.backends.mkldnn.is_available()} "
-          f"threads {torch.get_num_threads()} batch {batch}")
+          f"threads {torch.get_num_threads()} batch {batch} pass {which}")
     print(f"step median      {med:.3f} s over {steps} steps")
     print(f"RESULT torch_images_per_s {batch / med:.2f}")
 

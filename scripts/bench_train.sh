@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
-# CIFAR ResNet-18 training throughput on the CPU: Sieve's engine next to the current PyTorch
-# release from PyPI in its modes, same model, batch, threads and step (fwd + bwd + SGD
-# update), median images/s.
+# CIFAR ResNet-18 training (or inference) throughput on the CPU: Sieve's engine next to the
+# current PyTorch release from PyPI in its modes, same model, batch, threads and step (train:
+# fwd + bwd + SGD update; infer: forward in eval mode, as extract_features), median images/s.
 #
 #   scripts/bench_train.sh [build_dir=build] [batch=128] [steps=3] [threads=2] [rounds=3]
+#                          [pass=train|infer]
 #
 # Per round, alternating (so a machine whose load drifts affects all alike):
 #   sieve fp32                     bench_nn_resnet, cpu backend, fp32
@@ -26,6 +27,8 @@ batch=${2:-128}
 steps=${3:-3}
 threads=${4:-2}
 rounds=${5:-3}
+pass=${6:-train}
+case "$pass" in train|infer) ;; *) echo "bench_train: pass '$pass': expected train or infer" >&2; exit 2 ;; esac
 export OMP_NUM_THREADS=$threads OPENBLAS_NUM_THREADS=$threads
 
 bin=$build/bench/bench_nn_resnet
@@ -36,24 +39,27 @@ have_torch=0
 [ $have_torch = 1 ] || echo "bench_train: no torch in ${py%/bin/python} (scripts/install_deps.sh --bench): no peer figures" >&2
 
 median() { sort -g | awk '{v[NR] = $1} END {print v[int((NR + 1) / 2)]}'; }
+sieve() {  # sieve PRECISION SGEMM: one bench_nn_resnet run, stderr included
+  "$bin" "$batch" "$steps" 1 resnet18 1.0 "$2" cpu "$1" cifar 32 "$pass" 2>&1
+}
 declare -A all
 modes=()
 add() { all[$1]="${all[$1]:-} $2"; [[ " ${modes[*]} " == *" $1 "* ]] || modes+=("$1"); }
 have_sieve_bf16=0
 for r in $(seq 1 "$rounds"); do
   echo "== round $r/$rounds: sieve fp32 =="
-  out=$("$bin" "$batch" "$steps" 1 resnet18 1.0 $([ "$r" = 1 ] && echo 1 || echo 0) cpu fp32)
+  out=$(sieve fp32 "$([ "$r" = 1 ] && echo 1 || echo 0)")
   echo "$out"
   add "sieve fp32" "$(echo "$out" | awk '/^RESULT/ {print $3}')"
   echo "== round $r/$rounds: sieve precision auto =="
-  out=$("$bin" "$batch" "$steps" 1 resnet18 1.0 0 cpu auto 2>&1)
+  out=$(sieve auto 0)
   if echo "$out" | grep -q "auto -> fp32"; then
     echo "(auto is fp32 on this CPU: $(echo "$out" | grep -o 'auto -> fp32.*' | head -1))"
     # Native bf16 that auto does not pick (slower than fp32 here): still measured, since
     # PyTorch's bf16 mode is the peer of Sieve's bf16.
     if grep -q -w -e avx512_bf16 -e amx_bf16 /proc/cpuinfo; then
       echo "== round $r/$rounds: sieve bf16 (forced; native, not picked by auto) =="
-      out=$("$bin" "$batch" "$steps" 1 resnet18 1.0 0 cpu bf16 2>&1)
+      out=$(sieve bf16 0)
       echo "$out"
       add "sieve bf16" "$(echo "$out" | awk '/^RESULT/ {print $3}')"
       have_sieve_bf16=1
@@ -66,7 +72,7 @@ for r in $(seq 1 "$rounds"); do
   [ $have_torch = 1 ] || continue
   for mode in ${SIEVE_TORCH_MODES:-fp32 bf16 compile}; do
     echo "== round $r/$rounds: pytorch $mode =="
-    if out=$("$py" "$here/bench_resnet_torch.py" "$batch" "$steps" 1 "$mode" 2>&1); then
+    if out=$("$py" "$here/bench_resnet_torch.py" "$batch" "$steps" 1 "$mode" "$pass" 2>&1); then
       echo "$out" | grep -v "^RESULT"
       add "pytorch $mode" "$(echo "$out" | awk '/^RESULT/ {print $3}')"
     else
@@ -78,7 +84,7 @@ done
 echo
 bf16_flags=$(grep -o -w 'avx512_bf16\|amx_bf16' /proc/cpuinfo | sort -u | tr '\n' ' ')
 echo "CPU: $(lscpu | sed -n 's/^Model name: *//p'), $(nproc) cores; bf16 in hardware: ${bf16_flags:-none (AVX512-BF16 / AMX absent)}"
-printf "%-34s %10s   %s\n" "ResNet-18 CIFAR b$batch t$threads" "median" "per round (img/s)"
+printf "%-34s %10s   %s\n" "ResNet-18 CIFAR $pass b$batch t$threads" "median" "per round (img/s)"
 best_torch=0
 for m in "${modes[@]}"; do
   med=$(printf '%s\n' ${all[$m]} | median)
