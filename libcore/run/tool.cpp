@@ -233,6 +233,8 @@ int run_body(ToolContext& ctx, const ToolBody& body) {
   // A job across nodes logs where each rank runs: hostnames and node-local ranks are what
   // a wrong placement (two ranks on one node, a node missing) shows up in.
   if (const std::string where = describe_placement(comm); !where.empty()) log::info(where);
+  if (comm.is_root())
+    if (const std::string w = blas_kernel_warning(); !w.empty()) log::warn(w);
   try {
     body(ctx);
   } catch (const Error& e) {
