@@ -21,7 +21,6 @@
 #include <omp.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -32,14 +31,12 @@
 
 #include "nn/backend.hpp"
 #include "nn/model.hpp"
+#include "util/clock.hpp"
 #include "util/error.hpp"
 
 using namespace sieve::nn;
-using Clock = std::chrono::steady_clock;
-
-static double seconds_since(Clock::time_point t) {
-  return std::chrono::duration<double>(Clock::now() - t).count();
-}
+using sieve::Clock;
+using sieve::seconds_since;
 
 static double sgemm_gflops() {
   const int n = 4096;

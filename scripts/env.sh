@@ -21,7 +21,8 @@ export PATH="$SIEVE_BUILD_DIR/tools:$PATH"
 #    (Debian 12's OpenBLAS 0.3.21 on Intel's Emerald Rapids) gets its generic SSE3 "Prescott"
 #    kernels: SGEMM 50 instead of 315 GFLOP/s on 2 threads, the knn detector 3.4x slower
 #    (docs/engine.md). Where OpenBLAS says it fell back, name the kernels this CPU runs; an
-#    OPENBLAS_CORETYPE already set is kept. (The programs warn when they run the fallback.)
+#    OPENBLAS_CORETYPE already set is kept. (The programs warn when they run the fallback;
+#    the rule is blas_kernels_to_name's in libcore/util/threads.cpp, kept the same.)
 if [ -z "${OPENBLAS_CORETYPE+x}" ] && command -v python3 >/dev/null 2>&1 &&
    [ "$(OPENBLAS_VERBOSE=2 python3 -c 'import ctypes; ctypes.CDLL("libopenblas.so.0")' 2>&1 |
         sed -n 's/^Core: //p')" = Prescott ]; then

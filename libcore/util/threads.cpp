@@ -1,5 +1,7 @@
 #include "util/threads.hpp"
 
+#include <strings.h>
+
 #include "util/error.hpp"
 
 extern "C" int openblas_get_num_threads(void) __attribute__((weak));
@@ -23,9 +25,8 @@ std::string blas_kernels() {
 
 std::string blas_kernels_to_name(const std::string& chosen, bool avx2, bool avx512) {
   // OpenBLAS names the core in its own capitalisation ("Prescott", "prescott" by version).
-  std::string lower;
-  for (char c : chosen) lower += char(c >= 'A' && c <= 'Z' ? c - 'A' + 'a' : c);
-  if (lower != "prescott") return "";
+  // scripts/env.sh applies the same rule in the shell, before any program is built.
+  if (strcasecmp(chosen.c_str(), "prescott") != 0) return "";
   if (avx512) return "SkylakeX";
   if (avx2) return "Haswell";
   return "";
