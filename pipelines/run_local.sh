@@ -44,7 +44,7 @@ while [ $# -gt 0 ]; do
 done
 [ ${#cfg[@]} -gt 0 ] || { usage >&2; exit 2; }
 for s in $from $only; do
-  [ -n "${SIEVE_STAGE_TOOL[$s]:-}" ] || { echo "run_local: unknown stage '$s' (stages: ${SIEVE_STAGES[*]})" >&2; exit 2; }
+  [[ " ${SIEVE_STAGES[*]} " == *" $s "* ]] || { echo "run_local: unknown stage '$s' (stages: ${SIEVE_STAGES[*]})" >&2; exit 2; }
 done
 for s in "${SIEVE_STAGES[@]}"; do
   command -v "${SIEVE_STAGE_TOOL[$s]}" >/dev/null || { echo "run_local: ${SIEVE_STAGE_TOOL[$s]} not built (run: cmake --build build)" >&2; exit 2; }

@@ -45,6 +45,17 @@ declare -A SIEVE_STAGE_INPUTS=(
   [report]="shard pretrain features embed filter sweep"
 )
 
+# Cross-fitting's fold models (pretrain.folds = K >= 2; docs/detection.md). Locally pretrain
+# trains them itself, after the main model. On Slurm the pretrain job trains the main model
+# only (pretrain --skip-folds) and the K fold models are a job array (pretrain --fold k), run
+# after it and before the next stage: a stage outside the chain, which slurm/full_pipeline.sh
+# inserts after pretrain where `pretrain --fold-count` is 2 or more.
+SIEVE_STAGE_TOOL[folds]=pretrain
+SIEVE_STAGE_KIND[folds]=array
+SIEVE_STAGE_TRAINS[folds]=1
+# The flag that tells an array stage's program which task it is (Slurm's array task id).
+declare -A SIEVE_STAGE_INDEX_FLAG=([sweep]=--sweep-index [folds]=--fold)
+
 # sieve_stage_args STAGE: extra arguments a stage always gets.
 sieve_stage_args() {
   case "$1" in

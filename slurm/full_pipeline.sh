@@ -9,7 +9,9 @@
 # Stages come from pipelines/stages.sh (the same graph as the local runner). Each stage is
 # one job depending on the previous with --dependency=afterok (and --kill-on-invalid-dep, so a
 # failed stage cancels the rest of the chain); the train_scaled sweep is one job array
-# (%A_%a logs), and the report runs after the whole array. Training stages get
+# (%A_%a logs), and the report runs after the whole array. With pretrain.folds = K >= 2 the
+# pretrain job trains the main model only and the K fold models are a job array after it
+# (pretrain --fold k), which the features job waits for. Training stages get
 # --signal=USR1@<slurm.signal_seconds> and --requeue and resume from checkpoints.
 # Logs: <run.dir>/logs/%x-%j.out. --wait blocks until the chain ends and names the log of a
 # failed stage (exit 1). Resources come from the config's slurm.* section.
@@ -83,8 +85,24 @@ extra="$(get slurm.extra_args)"
 # shellcheck disable=SC2206  # extra_args is split into words on purpose
 [ -n "$extra" ] && common+=($extra)
 
-prev="" ids=() names=()
+# The chain, with cross-fitting's fold array after pretrain where pretrain.folds >= 2.
+folds="$(pretrain "${cfg[@]}" "${sets[@]}" --fold-count)"
+chain=()
 for stage in "${SIEVE_STAGES[@]}"; do
+  chain+=("$stage")
+  if [ "$stage" = pretrain ] && [ "$folds" -ge 2 ]; then chain+=(folds); fi
+done
+array_size() {  # array stage: its number of tasks
+  case "$1" in
+    folds) echo "$folds" ;;
+    *) "${SIEVE_STAGE_TOOL[$1]}" "${cfg[@]}" "${sets[@]}" --sweep-size ;;
+  esac
+}
+
+prev="" ids=() names=()
+for stage in "${chain[@]}"; do
+  args=()
+  if [ "$stage" = pretrain ] && [ "$folds" -ge 2 ]; then args=(--skip-folds); fi
   opts=("${common[@]}" --job-name="$name-$stage" --time="$(get "slurm.time.$stage")")
   [ -n "$prev" ] && opts+=(--dependency="afterok:$prev")
   if [ "${SIEVE_STAGE_TRAINS[$stage]}" = 1 ]; then
@@ -95,12 +113,12 @@ for stage in "${SIEVE_STAGES[@]}"; do
     [ "$requeue" = true ] && opts+=(--requeue --open-mode=append)
   fi
   if [ "${SIEVE_STAGE_KIND[$stage]}" = array ]; then
-    n="$("${SIEVE_STAGE_TOOL[$stage]}" "${cfg[@]}" "${sets[@]}" --sweep-size)"
+    n="$(array_size "$stage")"
     opts+=(--array="0-$((n - 1))%$max_par" --output="$log_pat/%x-%A_%a.out")
   else
     opts+=(--output="$log_pat/%x-%j.out")
   fi
-  id="$(sbatch "${opts[@]}" "$root/slurm/stage.sh" "$stage" "${cfg[@]}" "${sets[@]}")"
+  id="$(sbatch "${opts[@]}" "$root/slurm/stage.sh" "$stage" "${cfg[@]}" "${sets[@]}" ${args[@]+"${args[@]}"})"
   id="${id%%;*}"
   echo "full_pipeline: $stage -> job $id"
   ids+=("$id")

@@ -20,7 +20,7 @@ tool="${SIEVE_STAGE_TOOL[$stage]:?unknown stage $stage}"
 export OMP_NUM_THREADS="${OMP_NUM_THREADS:-${SLURM_CPUS_PER_TASK:-1}}"
 extra=()
 if [ "${SIEVE_STAGE_KIND[$stage]}" = array ]; then
-  extra+=(--sweep-index "${SLURM_ARRAY_TASK_ID:?array stage outside a job array}")
+  extra+=("${SIEVE_STAGE_INDEX_FLAG[$stage]}" "${SLURM_ARRAY_TASK_ID:?array stage outside a job array}")
 fi
 if [ "${SIEVE_STAGE_TRAINS[$stage]}" = 1 ] && [ "${SLURM_RESTART_COUNT:-0}" -gt 0 ]; then
   extra+=(--resume)

@@ -444,10 +444,12 @@ YAML::Node Config::get_tree(const std::string& p) const {
   return YAML::Clone(values_.at(p));
 }
 
-std::string Config::to_yaml() const {
+std::string Config::to_yaml(const std::string& section) const {
   // Rebuild the nested mapping in schema order so the output reads like the input.
   YAML::Node root(YAML::NodeType::Map);
-  for (auto& k : schema_->keys()) put_at_key_path(root, k.path, values_.at(k.path));
+  for (auto& k : schema_->keys())
+    if (section.empty() || k.path == section || k.path.rfind(section + ".", 0) == 0)
+      put_at_key_path(root, k.path, values_.at(k.path));
   YAML::Emitter e;
   e << root;
   return std::string(e.c_str()) + "\n";

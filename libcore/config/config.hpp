@@ -95,7 +95,8 @@ class Config {
   // Set a key programmatically (validated like an override); used by sweeps.
   void set(const std::string& path, const YAML::Node& value, const std::string& origin);
 
-  std::string to_yaml() const;
+  // The resolved config as YAML; with `section` ("pretrain", "run.seed") only its keys.
+  std::string to_yaml(const std::string& section = "") const;
   const ConfigSchema& schema() const { return *schema_; }
 
  private:

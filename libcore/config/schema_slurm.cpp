@@ -23,6 +23,9 @@ void add_slurm_keys(ConfigSchema& s) {
   // Per-stage wall-clock limits: each stage is its own job, so each gets its own limit.
   s.add_string("slurm.time.shard", "00:30:00", "time limit of shard_dataset");
   s.add_string("slurm.time.pretrain", "04:00:00", "time limit of pretrain");
+  s.add_string("slurm.time.folds", "04:00:00",
+               "time limit of ONE fold model of pretrain.folds (each task of the fold job "
+               "array, pretrain --fold k, gets it)");
   s.add_string("slurm.time.features", "00:30:00", "time limit of extract_features");
   s.add_string("slurm.time.embed", "01:00:00", "time limit of reduce_dims");
   s.add_string("slurm.time.filter", "00:30:00", "time limit of cluster_filter");
@@ -35,9 +38,11 @@ void add_slurm_keys(ConfigSchema& s) {
             0, 3600);
   s.add_bool("slurm.requeue", true, "let jobs be requeued after node failure or USR1 (--requeue)");
   s.add_int("slurm.max_array_parallel", 4,
-            "sweep job array: at most this many runs at once (--array=0-K%N)", 1);
+            "job arrays (the sweep, the fold models): at most this many tasks at once "
+            "(--array=0-K%N)",
+            1);
   s.add_string("slurm.output_dir", "",
-               "directory for the jobs' stdout/stderr; \"\": <run.dir>/slurm-logs");
+               "directory for the jobs' stdout/stderr; \"\": <run.dir>/logs");
 }
 
 }  // namespace sieve

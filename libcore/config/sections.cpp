@@ -1,5 +1,7 @@
 #include "config/sections.hpp"
 
+#include "io/h5.hpp"
+
 namespace sieve {
 
 void add_run_keys(ConfigSchema& s) {
@@ -25,6 +27,18 @@ const ConfigSchema& pipeline_schema() {
   return schema;
 }
 
-RunPaths run_paths(const Config& cfg) { return RunPaths{cfg.get_string("run.dir")}; }
+RunPaths run_paths(const Config& cfg) {
+  return RunPaths{cfg.get_string("run.dir")};
+}
+
+std::optional<Config> stored_config(const std::string& path) {
+  try {
+    h5::File f = h5::File::open(path);
+    if (!f.has_attr("/", "config")) return std::nullopt;
+    return Config::from_yaml_text(pipeline_schema(), f.attr_string("/", "config"), path);
+  } catch (const std::exception&) {
+    return std::nullopt;  // no file there, or a config of another schema
+  }
+}
 
 }  // namespace sieve

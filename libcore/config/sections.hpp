@@ -3,6 +3,7 @@
 // any section is caught by the first stage, not hours later by the last.
 // Each section's keys are declared in its own file (config/schema_<section>.cpp).
 #pragma once
+#include <optional>
 #include <string>
 
 #include "config/config.hpp"
@@ -41,5 +42,9 @@ struct RunPaths {
   std::string report_dir() const { return dir + "/report"; }
 };
 RunPaths run_paths(const Config& cfg);
+
+// The resolved config a Sieve file records (its `config` attribute), read under this schema;
+// nullopt when the file or the attribute is missing or does not parse.
+std::optional<Config> stored_config(const std::string& path);
 
 }  // namespace sieve

@@ -4,6 +4,7 @@
 #include <filesystem>
 #include <regex>
 
+#include "config/sections.hpp"
 #include "data/rng.hpp"
 #include "io/atomic_output.hpp"
 #include "io/metrics.hpp"
@@ -60,17 +61,9 @@ std::string fold_info_name(const std::string& stem) {
 }
 
 std::vector<std::string> fold_members(const std::string& stem, int n) {
-  auto sidecar = [](const std::string& name) {
-    return fs::path(config_sidecar_path(name)).string();
-  };
   std::vector<std::string> m;
-  for (int k = 0; k < n; ++k) {
-    const std::string early = fold_model_name(stem, k, true), fin = fold_model_name(stem, k, false);
-    for (const std::string& name :
-         {cat("metrics_fold", k, ".jsonl"), cat(stem, "_fold", k, "_early.json"), sidecar(early),
-          early, sidecar(fin), fin})
-      m.push_back(name);
-  }
+  for (int k = 0; k < n; ++k)
+    for (std::string& name : fold_files(stem, k)) m.push_back(std::move(name));
   m.push_back(fold_info_name(stem));
   return m;
 }
@@ -124,55 +117,102 @@ FoldPlan plan_folds(const TrainInput& data, const TrainOptions& opt, int folds,
   return p;
 }
 
-void train_fold_models(const Comm& comm, const std::string& config_yaml, const TrainInput& data,
-                       const TrainOptions& opt, const FoldPlan& plan, OutputSet& set,
-                       const std::string& stem, bool resume, const lineage::Lineage& from) {
+std::vector<std::string> fold_files(const std::string& stem, int k) {
+  auto sidecar = [](const std::string& name) {
+    return fs::path(config_sidecar_path(name)).string();
+  };
+  const std::string early = fold_model_name(stem, k, true), fin = fold_model_name(stem, k, false);
+  return {cat("metrics_fold", k, ".jsonl"),
+          cat(stem, "_fold", k, "_early.json"),
+          sidecar(early),
+          early,
+          sidecar(fin),
+          fin};
+}
+
+void train_fold_model(const Comm& comm, const std::string& config_yaml, const TrainInput& data,
+                      const TrainOptions& opt, const FoldPlan& plan, int k,
+                      const std::function<std::string(const std::string&)>& staged,
+                      const std::string& run_id, const std::string& stem, bool resume,
+                      const lineage::Lineage& from) {
+  std::vector<int64_t> train, held;
+  fold_rows(plan.fold, k, &train, &held);
+  log::info(cat("fold ", k + 1, " of ", plan.folds, ": training on ", train.size(),
+                " samples, scoring ", held.size()));
+  TrainOptions o = opt;
+  o.seed = data::hash_combine(opt.seed, uint64_t(k + 1));  // each fold its own initialisation
+  const std::string ckpt = cat(plan.ckpt_root, "/fold", k);
+  // No test evaluation: the fold models only score their fold; the main model's test
+  // accuracy is the one reported.
+  Trainer t(comm, o, make_source(data, train, o.global_batch, o.seed, comm), data.train,
+            EvalSplit{}, data.meta, ckpt, staged(cat("metrics_fold", k, ".jsonl")), config_yaml);
+  PeakKeeper peak(comm, staged(fold_model_name(stem, k, true)),
+                  staged(cat(stem, "_fold", k, "_early.json")),
+                  {from.inputs, from.dataset_fingerprint, cat("fold", k, "_early")}, config_yaml,
+                  run_id, int64_t(held.size()), resume);
+  const EvalSplit rows_of_train = eval_split(data, data::Split::Train);
+  t.set_epoch_hook([&](int64_t epoch, Json& rec) {
+    auto [loss, acc] = t.evaluate(rows_of_train, &held);
+    rec["holdout_loss"] = loss;  // the fold plays the held-out part's role
+    rec["holdout_acc"] = acc;
+    peak.update(epoch, loss, acc, t.model());
+    log::info(cat("fold ", k + 1, " epoch ", epoch, ": fold acc ", acc, " (best ", peak.best(),
+                  " at epoch ", peak.best_epoch(), ")"));
+  });
+  try {
+    t.run(resume);
+  } catch (const StopRequested& s) {
+    exit_for_requeue(comm, s.checkpoint);
+  }
+  save_model(staged(fold_model_name(stem, k, false)), t.model(), config_yaml,
+             {from.inputs, from.dataset_fingerprint, cat("fold", k)}, true, comm);
+}
+
+Json fold_record(const FoldPlan& plan, const std::string& run_id, const std::string& stem,
+                 const std::function<std::string(const std::string&)>& path_of) {
   Json info;
   info["folds"] = plan.folds;
   info["seed"] = plan.seed;
-  info["run_id"] = set.run_id();
+  info["run_id"] = run_id;
   info["fold"] = Json::array();
-  const EvalSplit rows_of_train = eval_split(data, data::Split::Train);
   for (int k = 0; k < plan.folds; ++k) {
-    std::vector<int64_t> train, held;
-    fold_rows(plan.fold, k, &train, &held);
-    log::info(cat("fold ", k + 1, " of ", plan.folds, ": training on ", train.size(),
-                  " samples, scoring ", held.size()));
-    TrainOptions o = opt;
-    o.seed = data::hash_combine(opt.seed, uint64_t(k + 1));  // each fold its own initialisation
-    const std::string ckpt = cat(plan.ckpt_root, "/fold", k);
-    // No test evaluation: the fold models only score their fold; the main model's test
-    // accuracy is the one reported.
-    Trainer t(comm, o, make_source(data, train, o.global_batch, o.seed, comm), data.train,
-              EvalSplit{}, data.meta, ckpt, set.staged(cat("metrics_fold", k, ".jsonl")),
-              config_yaml);
-    PeakKeeper peak(comm, set.staged(fold_model_name(stem, k, true)),
-                    set.staged(cat(stem, "_fold", k, "_early.json")),
-                    {from.inputs, from.dataset_fingerprint, cat("fold", k, "_early")}, config_yaml,
-                    set.run_id(), int64_t(held.size()), resume);
-    double last_acc = -1;
-    t.set_epoch_hook([&](int64_t epoch, Json& rec) {
-      auto [loss, acc] = t.evaluate(rows_of_train, &held);
-      rec["holdout_loss"] = loss;  // the fold plays the held-out part's role
-      rec["holdout_acc"] = acc;
-      last_acc = acc;
-      peak.update(epoch, loss, acc, t.model());
-      log::info(cat("fold ", k + 1, " epoch ", epoch, ": fold acc ", acc, " (best ", peak.best(),
-                    " at epoch ", peak.best_epoch(), ")"));
-    });
-    try {
-      t.run(resume);
-    } catch (const StopRequested& s) {
-      exit_for_requeue(comm, s.checkpoint);
-    }
-    save_model(set.staged(fold_model_name(stem, k, false)), t.model(), config_yaml,
-               {from.inputs, from.dataset_fingerprint, cat("fold", k)}, true, comm);
-    info["fold"].push_back({{"samples", int64_t(held.size())},
-                            {"early_epoch", peak.best_epoch()},
-                            {"early_acc", peak.best()},
-                            {"final_acc", last_acc}});
+    // The peak as PeakKeeper recorded it; the last epoch's fold accuracy from the metrics.
+    const auto early = read_json_lines(path_of(cat(stem, "_fold", k, "_early.json")));
+    const auto metrics = read_json_lines(path_of(cat("metrics_fold", k, ".jsonl")));
+    const Json peak = early.empty() ? Json::object() : early.back();
+    const Json last = metrics.empty() ? Json::object() : metrics.back();
+    info["fold"].push_back({{"samples", int64_t(std::count(plan.fold.begin(), plan.fold.end(), k))},
+                            {"early_epoch", peak.value("epoch", int64_t(0))},
+                            {"early_acc", peak.value("holdout_acc", -1.0)},
+                            {"final_acc", last.value("holdout_acc", -1.0)}});
   }
-  if (comm.is_root()) write_text_atomic(set.staged(fold_info_name(stem)), info.dump() + "\n");
+  return info;
+}
+
+void train_fold_models(const Comm& comm, const std::string& config_yaml, const TrainInput& data,
+                       const TrainOptions& opt, const FoldPlan& plan, OutputSet& set,
+                       const std::string& stem, bool resume, const lineage::Lineage& from) {
+  const auto staged = [&](const std::string& name) { return set.staged(name); };
+  for (int k = 0; k < plan.folds; ++k)
+    train_fold_model(comm, config_yaml, data, opt, plan, k, staged, set.run_id(), stem, resume,
+                     from);
+  if (comm.is_root())
+    write_text_atomic(set.staged(fold_info_name(stem)),
+                      fold_record(plan, set.run_id(), stem, staged).dump() + "\n");
+}
+
+bool complete_fold_record(const FoldPlan& plan, const std::string& dir, const std::string& stem,
+                          const std::string& run_id) {
+  const auto in_dir = [&](const std::string& name) { return (fs::path(dir) / name).string(); };
+  for (int k = 0; k < plan.folds; ++k)
+    for (const std::string& name : fold_files(stem, k))
+      if (!fs::exists(in_dir(name))) return false;
+  for (int k = 0; k < plan.folds; ++k)
+    for (bool early : {false, true})
+      if (run_id_of(in_dir(fold_model_name(stem, k, early))) != run_id) return false;
+  write_text_atomic(in_dir(fold_info_name(stem)),
+                    fold_record(plan, run_id, stem, in_dir).dump() + "\n");
+  return true;
 }
 
 std::optional<OutOfFold> load_out_of_fold(const std::string& model_path, const std::string& choice,
@@ -184,7 +224,18 @@ std::optional<OutOfFold> load_out_of_fold(const std::string& model_path, const s
   if (stem.ends_with("_early")) stem.resize(stem.size() - 6);
   const fs::path dir = mp.parent_path();
   const std::string info_path = (dir / fold_info_name(stem)).string();
-  if (choice == "off" || !fs::exists(info_path)) return std::nullopt;
+  if (choice == "off") return std::nullopt;
+  if (!fs::exists(info_path)) {
+    // A run configured for folds whose fold models are not all trained yet (the Slurm job
+    // array of `pretrain --fold k` unfinished): in-sample probabilities would pass silently.
+    const std::optional<Config> made_by = stored_config((dir / (stem + ".h5")).string());
+    const int want = made_by ? int(made_by->get_int("pretrain.folds")) : 0;
+    SIEVE_CHECK(want < 2, info_path, ": missing, although ", (dir / (stem + ".h5")).string(),
+                " was trained with pretrain.folds=", want,
+                ": its fold models are not all trained (pretrain --fold k for k = 0..", want - 1,
+                ", the Slurm job array); or set features.fold_models=off");
+    return std::nullopt;
+  }
   auto lines = read_json_lines(info_path);
   SIEVE_CHECK(!lines.empty() && lines.back().contains("folds"), info_path,
               ": expected pretrain's fold record (folds, seed)");

@@ -15,6 +15,7 @@
 //   early_acc, final_acc}, ...]}; extract_features recomputes the assignment from K and S.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -23,6 +24,7 @@
 #include "comm/comm.hpp"
 #include "data/dataset_file.hpp"
 #include "io/lineage.hpp"
+#include "io/metrics.hpp"
 #include "io/output_set.hpp"
 #include "nn/model.hpp"
 #include "train/stream.hpp"
@@ -54,6 +56,8 @@ class PeakKeeper {
 // Names of the fold files beside `<stem>.h5` (see above).
 std::string fold_model_name(const std::string& stem, int k, bool early);
 std::string fold_info_name(const std::string& stem);
+// Fold k's files (its metrics, early model and JSON, final model, sidecars), in commit order.
+std::vector<std::string> fold_files(const std::string& stem, int k);
 // Every fold file name for folds 0..n-1 and the info file, in commit order.
 std::vector<std::string> fold_members(const std::string& stem, int n);
 // How many folds the files in `dir` hold (highest <stem>_fold<k>.h5 or _early.h5 + 1; 0 when
@@ -72,10 +76,25 @@ struct FoldPlan {
 };
 FoldPlan plan_folds(const TrainInput& data, const TrainOptions& opt, int folds,
                     const std::string& ckpt_root);
-// Trains the fold models one after the other into `set`'s staging directory.
+// Trains fold model k (on the rows outside fold k, its checkpoints in <ckpt_root>/fold<k>),
+// writing fold_files(stem, k) where `staged` says, stamped with `run_id`.
+void train_fold_model(const Comm& comm, const std::string& config_yaml, const TrainInput& data,
+                      const TrainOptions& opt, const FoldPlan& plan, int k,
+                      const std::function<std::string(const std::string&)>& staged,
+                      const std::string& run_id, const std::string& stem, bool resume,
+                      const lineage::Lineage& from);
+// Trains the fold models one after the other into `set`'s staging directory, then the record.
 void train_fold_models(const Comm& comm, const std::string& config_yaml, const TrainInput& data,
                        const TrainOptions& opt, const FoldPlan& plan, OutputSet& set,
                        const std::string& stem, bool resume, const lineage::Lineage& from);
+// The fold record (<stem>_folds.json) of a finished set, from the files `path_of` names.
+Json fold_record(const FoldPlan& plan, const std::string& run_id, const std::string& stem,
+                 const std::function<std::string(const std::string&)>& path_of);
+// The job array's last step (pretrain --fold k, one process per fold): when every fold's
+// files of run `run_id` are committed in `dir`, writes the fold record there and returns
+// true; until then extract_features sees no record and refuses (load_out_of_fold).
+bool complete_fold_record(const FoldPlan& plan, const std::string& dir, const std::string& stem,
+                          const std::string& run_id);
 
 // extract_features' part: the fold models beside `model_path` and every training row's fold.
 struct OutOfFold {

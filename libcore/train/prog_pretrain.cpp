@@ -8,7 +8,6 @@
 #include <memory>
 #include <optional>
 
-
 #include "config/sections.hpp"
 #include "data/dataset_file.hpp"
 #include "io/atomic_output.hpp"
@@ -17,6 +16,7 @@
 #include "io/metrics.hpp"
 #include "io/output_set.hpp"
 #include "io/schemas.hpp"
+#include "train/checkpoint.hpp"
 #include "train/clean_accuracy.hpp"
 #include "train/crossfit.hpp"
 #include "train/dynamics.hpp"
@@ -30,14 +30,20 @@ namespace fs = std::filesystem;
 
 namespace sieve::train {
 
-
 void add_pretrain_flags(po::options_description& d) {
   d.add_options()("dataset", po::value<std::string>(),
                   "dataset file (default: <run.dir>/dataset.h5)")(
       "output", po::value<std::string>(),
       "model file (default: <run.dir>/pretrain/model.h5); metrics.jsonl and checkpoints/ "
       "go next to it")("resume",
-                       "continue from the newest complete checkpoint (fresh start if none)");
+                       "continue from the newest complete checkpoint (fresh start if none)")(
+      "skip-folds",
+      "train only the main model; its fold models (pretrain.folds) are then trained by "
+      "`pretrain --fold k` runs, one per fold (slurm/full_pipeline.sh's job array)")(
+      "fold", po::value<int>(),
+      "train only fold model K of pretrain.folds, beside the main model of the same run "
+      "(written by pretrain --skip-folds); the last fold to finish writes the fold record")(
+      "fold-count", "print pretrain.folds (0: no fold models) to stdout and exit");
 }
 
 namespace {
@@ -60,9 +66,82 @@ HoldoutSplit pretrain_split(const TrainInput& data, double holdout, uint64_t see
   return split;
 }
 
+// The main model's run must be the one this config describes: the fold models join its set.
+void check_main_model(const ToolContext& ctx, const std::string& model, const TrainInput& data,
+                      int k) {
+  SIEVE_CHECK(fs::exists(model), model, ": missing; pretrain --fold ", k,
+              " trains beside the main model of its run (pretrain --skip-folds first)");
+  const std::string trained_on = lineage::lineage_of(model).dataset_fingerprint;
+  SIEVE_CHECK(trained_on == data.meta.fingerprint, model, ": trained on another dataset (",
+              trained_on, ") than ", data.path, " (", data.meta.fingerprint,
+              "); run pretrain --skip-folds again");
+  const std::optional<Config> main_cfg = stored_config(model);
+  const auto section = [](const Config& c) {
+    return c.to_yaml("run.seed") + c.to_yaml("pretrain");
+  };
+  SIEVE_CHECK(main_cfg && section(*main_cfg) == section(ctx.cfg), model,
+              ": trained with other run.seed or pretrain.* settings than this config; its fold "
+              "models must share them (run pretrain --skip-folds again with this config)");
+}
+
+// pretrain --fold k: fold model k alone, as its own output set in the main model's directory,
+// stamped with the main model's run id (slurm/full_pipeline.sh runs one task per fold;
+// locally pretrain trains the folds after the main model in one process).
+void pretrain_fold(ToolContext& ctx, int k) {
+  const RunPaths rp = run_paths(ctx.cfg);
+  const std::string dataset = ctx.path_flag("dataset", rp.dataset());
+  const std::string output = ctx.path_flag("output", rp.model());
+  const int folds = int(ctx.cfg.get_int("pretrain.folds"));
+  if (folds < 2 || k < 0 || k >= folds)
+    throw UsageError(cat("--fold ", k, ": expected a fold of pretrain.folds, 0 to ", folds - 1,
+                         " (pretrain.folds is ", folds, ")"));
+  std::string dir = fs::path(output).parent_path().string();
+  if (dir.empty()) dir = ".";
+  const std::string stem = fs::path(output).stem().string();
+  TrainOptions opt = read_train_options(ctx.cfg, "pretrain");
+  TrainInput data = load_train_input(dataset, ctx.cfg);
+  check_main_model(ctx, output, data, k);
+  const std::string run_id = run_id_of(output);
+  const FoldPlan plan = plan_folds(data, opt, folds, dir + "/checkpoints");
+  OutputSet set(ctx.comm, cat("pretrain-fold", k), dir, fold_files(stem, k));
+  // A requeued task continues its checkpoints only when they are of this run.
+  const std::string ckpt = cat(plan.ckpt_root, "/fold", k);
+  std::string ckpt_run;
+  if (ctx.comm.is_root())
+    if (const std::string ck = latest_checkpoint(ckpt); !ck.empty()) ckpt_run = run_id_of(ck);
+  ctx.comm.bcast_string(ckpt_run);
+  const bool resume = ctx.has_flag("resume") && ckpt_run == run_id;
+  prepare_checkpoint_dir(ctx, ckpt, resume);
+  set.begin(run_id);
+  const lineage::Lineage from{{{dataset, data.meta.fingerprint}}, data.meta.fingerprint, ""};
+  train_fold_model(
+      ctx.comm, ctx.cfg.to_yaml(), data, opt, plan, k,
+      [&](const std::string& name) { return set.staged(name); }, run_id, stem, resume, from);
+  set.commit();
+  bool complete = false;
+  if (ctx.comm.is_root()) complete = complete_fold_record(plan, dir, stem, run_id);
+  log::info(complete
+                ? cat("wrote fold model ", k, " of ", folds,
+                      "; every fold is done: ", (fs::path(dir) / fold_info_name(stem)).string())
+                : cat("wrote fold model ", k, " of ", folds, " (", dir,
+                      "); the fold record follows when every fold is done"));
+}
+
+// --fold-count and --fold k, which do not train the main model; false when neither is given.
+bool answered_fold_flags(ToolContext& ctx) {
+  if (ctx.has_flag("fold-count")) {
+    if (ctx.comm.is_root()) std::cout << ctx.cfg.get_int("pretrain.folds") << std::endl;
+    return true;
+  }
+  if (!ctx.has_flag("fold")) return false;
+  pretrain_fold(ctx, ctx.flags["fold"].as<int>());
+  return true;
+}
+
 }  // namespace
 
 void pretrain_main(ToolContext& ctx) {
+  if (answered_fold_flags(ctx)) return;
   const RunPaths rp = run_paths(ctx.cfg);
   const std::string dataset = ctx.path_flag("dataset", rp.dataset());
   const std::string output = ctx.path_flag("output", rp.model());
@@ -100,8 +179,9 @@ void pretrain_main(ToolContext& ctx) {
   TrainOptions opt = read_train_options(ctx.cfg, "pretrain");
   TrainInput data = load_train_input(dataset, ctx.cfg);
   const FoldPlan fold_plan = plan_folds(data, opt, folds, ckpt_dir);
+  const bool skip_folds = ctx.has_flag("skip-folds");
   for (int k = 0; k < fold_plan.folds; ++k)
-    prepare_checkpoint_dir(ctx, cat(ckpt_dir, "/fold", k), resume);
+    prepare_checkpoint_dir(ctx, cat(ckpt_dir, "/fold", k), resume && !skip_folds);
   const HoldoutSplit split = pretrain_split(data, holdout, opt.seed, dataset);
   const lineage::Lineage from{{{dataset, data.meta.fingerprint}}, data.meta.fingerprint, ""};
   const lineage::Lineage from_early{from.inputs, from.dataset_fingerprint, "early"};
@@ -161,7 +241,7 @@ void pretrain_main(ToolContext& ctx) {
   ctx.comm.bcast(&keep_dynamics, 1);
   if (dynamics && !keep_dynamics)
     write_dynamics(ctx.comm, set.staged(kDynamicsFile), *dynamics, ctx.cfg.to_yaml(), from);
-  if (fold_plan.folds >= 2)
+  if (fold_plan.folds >= 2 && !skip_folds)
     train_fold_models(ctx.comm, ctx.cfg.to_yaml(), data, opt, fold_plan, set, stem, resume, from);
   set.commit();
   log::info(
@@ -173,8 +253,11 @@ void pretrain_main(ToolContext& ctx) {
     log::info(cat("wrote ", early, ": the early-learning model, held-out acc ", peak.best(),
                   " at epoch ", peak.best_epoch(), " of ", opt.epochs));
   if (fold_plan.folds >= 2)
-    log::info(cat("wrote ", fold_plan.folds, " fold models beside it (pretrain.folds; ",
-                  fold_info_name(stem), ")"));
+    log::info(skip_folds
+                  ? cat("its ", fold_plan.folds, " fold models: pretrain --fold k, k = 0..",
+                        fold_plan.folds - 1, " (--skip-folds)")
+                  : cat("wrote ", fold_plan.folds, " fold models beside it (pretrain.folds; ",
+                        fold_info_name(stem), ")"));
 }
 
 }  // namespace sieve::train

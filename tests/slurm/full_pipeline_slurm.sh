@@ -2,6 +2,8 @@
 # The real job scripts on a real single-node Slurm (label slurm):
 #  1. `slurm/full_pipeline.sh configs/tiny.yaml --wait` runs the whole chain (afterok, the
 #     sweep as a job array, the report after it); every stage's outputs are then checked.
+#     With pretrain.folds=2: the main model's job, then the fold models as a job array of
+#     two tasks, whose models extract_features then scores the training samples with.
 #  2. A training job requeued while it runs resumes from its checkpoint.
 #  3. A failing stage stops the chain: later jobs are cancelled and its log is named.
 set -uo pipefail
@@ -20,12 +22,22 @@ cd "$SRC"
 # 1. the whole chain
 run="$WORK/ok"
 timeout 900 slurm/full_pipeline.sh configs/tiny.yaml --wait --set run.dir="$run" \
-  > "$WORK/ok.out" 2>&1 || { cat "$WORK/ok.out"; fail "pipeline did not complete"; }
+  --set pretrain.folds=2 > "$WORK/ok.out" 2>&1 || { cat "$WORK/ok.out"; fail "pipeline did not complete"; }
 cat "$WORK/ok.out"
 grep -q "all stages completed" "$WORK/ok.out" || fail "no completion line"
 /usr/bin/python3 tests/support/check_run.py "$run" --sweep-runs 6 || fail "outputs incomplete"
 ls "$run"/logs/tiny-sweep-*_[0-9].out >/dev/null 2>&1 || fail "sweep logs do not follow %x-%A_%a"
 ls "$run"/logs/tiny-pretrain-[0-9]*.out >/dev/null 2>&1 || fail "stage logs do not follow %x-%j"
+grep -q "folds -> job" "$WORK/ok.out" || fail "no fold job array submitted"
+for k in 0 1; do
+  ls "$run"/logs/tiny-folds-*_$k.out >/dev/null 2>&1 || fail "no log of fold task $k"
+  [ -f "$run/pretrain/model_fold${k}_early.h5" ] || fail "fold model $k missing"
+done
+grep -q "fold models: pretrain --fold k" "$run"/logs/tiny-pretrain-[0-9]*.out ||
+  fail "the pretrain job trained the fold models itself"
+[ -f "$run/pretrain/model_folds.json" ] || fail "no fold record after the fold array"
+/usr/bin/python3 -c 'import h5py, sys; f = h5py.File(sys.argv[1], "r"); sys.exit(f.attrs["probs_source"] != "out_of_fold")' \
+  "$run/features.h5" || fail "extract_features did not score out of fold"
 
 # 2. requeue a running pretrain job: it must resume from its checkpoint
 run2="$WORK/requeue"

@@ -11,6 +11,7 @@
 
 #include "io/h5.hpp"
 #include "io/metrics.hpp"
+#include "io/output_set.hpp"
 #include "support/test_util.hpp"
 #include "test_train_util.hpp"
 #include "train/checkpoint.hpp"
@@ -40,6 +41,21 @@ std::map<int64_t, int32_t> fold_by_id(const SplitData& d, const std::vector<int3
   std::map<int64_t, int32_t> m;
   for (int64_t i = 0; i < d.n; ++i) m[d.sample_id[size_t(i)]] = fold[size_t(i)];
   return m;
+}
+
+// `tool` on the tiny recipe of these tests (a width-1/8 ResNet-18, 2 epochs of batch 16, fp32
+// features) in run directory `dir`; its exit code in *rc, its output returned.
+std::string run_tiny(const std::string& tool, const std::string& dir, const std::string& extra,
+                     int* rc) {
+  std::string out;
+  *rc = test::run_command(
+      cat(test::tool_path(tool), " --set run.dir=", dir,
+          " --set pretrain.model.arch=resnet18 --set pretrain.model.width=0.125",
+          " --set pretrain.epochs=2 --set pretrain.global_batch=16",
+          " --set pretrain.checkpoint.every_steps=0 --set pretrain.optimizer.lr=0.05",
+          " --set pretrain.augment=false --set features.precision=fp32", extra),
+      &out);
+  return out;
 }
 
 }  // namespace
@@ -93,15 +109,7 @@ TEST(TrainCrossfit, PretrainWritesFoldModelsAndFeaturesAreOutOfFold) {
   const std::string d = test::scratch_dir("train_crossfit");
   test::write_image_dataset(d + "/dataset.h5", 64, 32, 4);
   auto run = [&](const std::string& tool, const std::string& extra, int* rc) {
-    std::string out;
-    *rc = test::run_command(
-        cat(test::tool_path(tool), " --set run.dir=", d,
-            " --set pretrain.model.arch=resnet18 --set pretrain.model.width=0.125",
-            " --set pretrain.epochs=2 --set pretrain.global_batch=16",
-            " --set pretrain.checkpoint.every_steps=0 --set pretrain.optimizer.lr=0.05",
-            " --set pretrain.augment=false --set features.precision=fp32", extra),
-        &out);
-    return out;
+    return run_tiny(tool, d, extra, rc);
   };
   int rc = 0;
   std::string out = run("pretrain", " --set pretrain.folds=1", &rc);
@@ -232,4 +240,86 @@ TEST(TrainCrossfit, KilledInAFoldResumesToTheSameModels) {
     EXPECT_EQ(ma[i], mb[i]) << i;
   }
   EXPECT_GT(recorded, 0);
+}
+
+// The Slurm job array's way (slurm/full_pipeline.sh): `pretrain --skip-folds` trains the main
+// model, then one `pretrain --fold k` process per fold, in any order; the last writes the fold
+// record. Every model and the out-of-fold probabilities come out as the one-process run's.
+TEST(TrainCrossfit, FoldsTrainedAsSeparateRunsEqualTheOneProcessRun) {
+  auto run = [&](const std::string& d, const std::string& tool, const std::string& extra, int* rc) {
+    return run_tiny(tool, d, " --set pretrain.folds=2" + extra, rc);
+  };
+  const std::string a = test::scratch_dir("train_crossfit_one_process");
+  const std::string b = test::scratch_dir("train_crossfit_array");
+  for (const auto& d : {a, b}) test::write_image_dataset(d + "/dataset.h5", 64, 32, 4);
+  int rc = 0;
+  std::string out = run(a, "pretrain", "", &rc);
+  ASSERT_EQ(rc, 0) << out;
+  out = run(a, "extract_features", "", &rc);
+  ASSERT_EQ(rc, 0) << out;
+
+  out = run(b, "pretrain", " --fold-count", &rc);
+  ASSERT_EQ(rc, 0) << out;
+  EXPECT_NE(("\n" + out).find("\n2\n"), std::string::npos) << out;  // stdout's line
+  out = run(b, "pretrain", " --fold 0", &rc);                       // no main model yet
+  EXPECT_EQ(rc, 1) << out;
+  EXPECT_NE(out.find("--skip-folds first"), std::string::npos) << out;
+  out = run(b, "pretrain", " --skip-folds", &rc);
+  ASSERT_EQ(rc, 0) << out;
+  const std::string pa = a + "/pretrain/", pb = b + "/pretrain/";
+  EXPECT_TRUE(fs::exists(pb + "model.h5"));
+  EXPECT_FALSE(fs::exists(pb + "model_fold0.h5"));
+  EXPECT_FALSE(fs::exists(pb + "model_folds.json"));
+  // Before every fold is done, extract_features refuses rather than score in sample.
+  out = run(b, "extract_features", "", &rc);
+  EXPECT_EQ(rc, 1) << out;
+  EXPECT_NE(out.find("pretrain.folds=2"), std::string::npos) << out;
+  EXPECT_NE(out.find("features.fold_models=off"), std::string::npos) << out;
+  EXPECT_FALSE(fs::exists(b + "/features.h5"));
+
+  out = run(b, "pretrain", " --fold 2", &rc);
+  EXPECT_EQ(rc, 2) << out;
+  EXPECT_NE(out.find("--fold 2: expected a fold of pretrain.folds, 0 to 1"), std::string::npos)
+      << out;
+  // Another recipe than the main model's: its fold models would not belong to it.
+  out = run(b, "pretrain", " --fold 1 --set pretrain.optimizer.lr=0.1", &rc);
+  EXPECT_EQ(rc, 1) << out;
+  EXPECT_NE(out.find("pretrain.* settings"), std::string::npos) << out;
+
+  out = run(b, "pretrain", " --fold 1", &rc);
+  ASSERT_EQ(rc, 0) << out;
+  EXPECT_TRUE(fs::exists(pb + "model_fold1_early.h5"));
+  EXPECT_FALSE(fs::exists(pb + "model_folds.json"));
+  out = run(b, "extract_features", "", &rc);
+  EXPECT_EQ(rc, 1) << out;
+  out = run(b, "pretrain", " --fold 0", &rc);
+  ASSERT_EQ(rc, 0) << out;
+  ASSERT_TRUE(fs::exists(pb + "model_folds.json")) << out;
+
+  auto weights = [](const std::string& path) {
+    auto m = load_model(path);
+    return std::vector<float>(m->params(), m->params() + m->num_params());
+  };
+  for (const char* name : {"model.h5", "model_early.h5", "model_fold0.h5", "model_fold0_early.h5",
+                           "model_fold1.h5", "model_fold1_early.h5"})
+    EXPECT_EQ(weights(pa + name), weights(pb + name)) << name;
+  Json ra = read_json_lines(pa + "model_folds.json").back();
+  Json rb = read_json_lines(pb + "model_folds.json").back();
+  EXPECT_EQ(rb["run_id"], run_id_of(pb + "model.h5"));
+  ra.erase("run_id");
+  rb.erase("run_id");
+  EXPECT_EQ(ra, rb);
+  out = run(b, "extract_features", "", &rc);
+  ASSERT_EQ(rc, 0) << out;
+  h5::File fa = h5::File::open(a + "/features.h5");
+  h5::File fb = h5::File::open(b + "/features.h5");
+  EXPECT_EQ(fb.attr_string("/", "probs_source"), "out_of_fold");
+  EXPECT_EQ(fa.read_all<float>("/train/probs"), fb.read_all<float>("/train/probs"));
+  EXPECT_EQ(fa.read_all<int32_t>("/train/fold"), fb.read_all<int32_t>("/train/fold"));
+
+  // A new main run replaces the set: the fold files of the run before it go.
+  out = run(b, "pretrain", " --skip-folds --overwrite --set pretrain.epochs=1", &rc);
+  ASSERT_EQ(rc, 0) << out;
+  EXPECT_FALSE(fs::exists(pb + "model_fold0.h5"));
+  EXPECT_FALSE(fs::exists(pb + "model_folds.json"));
 }
