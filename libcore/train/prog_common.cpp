@@ -15,7 +15,8 @@ namespace sieve::train {
 // Checkpoint directory policy: --resume continues from it; --overwrite starts over (old
 // checkpoints removed); otherwise existing checkpoints are an error rather than silently
 // mixed with a new run's.
-void prepare_checkpoint_dir(const ToolContext& ctx, const std::string& dir, bool resume) {
+void prepare_checkpoint_dir(const ToolContext& ctx, const std::string& dir, bool resume,
+                            bool discard) {
   std::string err;
   if (ctx.comm.is_root()) {
     std::error_code ec;
@@ -25,7 +26,7 @@ void prepare_checkpoint_dir(const ToolContext& ctx, const std::string& dir, bool
     for (const auto& e : fs::directory_iterator(dir, ec))
       if (e.path().filename().string().rfind("ckpt-", 0) == 0) any = true;
     if (err.empty() && any && !resume) {
-      if (ctx.overwrite) {
+      if (ctx.overwrite || discard) {
         for (const auto& e : fs::directory_iterator(dir, ec))
           if (e.path().filename().string().rfind("ckpt-", 0) == 0) fs::remove(e.path(), ec);
       } else {

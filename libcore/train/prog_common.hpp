@@ -11,8 +11,10 @@
 namespace sieve::train {
 
 // --resume continues from the checkpoints in `dir`; --overwrite removes them; otherwise
-// existing checkpoints are an error (never silently mixed with a new run's). Collective.
-void prepare_checkpoint_dir(const ToolContext& ctx, const std::string& dir, bool resume);
+// existing checkpoints are an error (never silently mixed with a new run's). `discard`: they
+// are known to be of a run whose outputs are gone; remove them as --overwrite would. Collective.
+void prepare_checkpoint_dir(const ToolContext& ctx, const std::string& dir, bool resume,
+                            bool discard = false);
 
 // Creates the stage's own `levels` trailing directories of `dir`, never those above (a
 // mistyped run.dir is an error naming it). Collective.

@@ -76,11 +76,17 @@ void check_main_model(const ToolContext& ctx, const std::string& model, const Tr
               trained_on, ") than ", data.path, " (", data.meta.fingerprint,
               "); run pretrain --skip-folds again");
   const std::optional<Config> main_cfg = stored_config(model);
+  // What makes the models: run.seed and pretrain.*, but not when checkpoints are written.
   const auto section = [](const Config& c) {
-    return c.to_yaml("run.seed") + c.to_yaml("pretrain");
+    std::string out = c.to_yaml("run.seed");
+    for (const KeySpec& key : c.schema().keys())
+      if (key.path.starts_with("pretrain.") && !key.path.starts_with("pretrain.checkpoint."))
+        out += c.to_yaml(key.path);
+    return out;
   };
   SIEVE_CHECK(main_cfg && section(*main_cfg) == section(ctx.cfg), model,
-              ": trained with other run.seed or pretrain.* settings than this config; its fold "
+              ": trained with other run.seed or pretrain.* settings (checkpoints aside) than this "
+              "config; its fold "
               "models must share them (run pretrain --skip-folds again with this config)");
 }
 
@@ -111,7 +117,11 @@ void pretrain_fold(ToolContext& ctx, int k) {
     if (const std::string ck = latest_checkpoint(ckpt); !ck.empty()) ckpt_run = run_id_of(ck);
   ctx.comm.bcast_string(ckpt_run);
   const bool resume = ctx.has_flag("resume") && ckpt_run == run_id;
-  prepare_checkpoint_dir(ctx, ckpt, resume);
+  const bool stale = ctx.has_flag("resume") && !ckpt_run.empty() && !resume;
+  if (stale)
+    log::info(cat(ckpt, ": checkpoints of run ", ckpt_run, ", not of ", output, "'s run ", run_id,
+                  ": fold ", k, " starts afresh"));
+  prepare_checkpoint_dir(ctx, ckpt, resume, stale);
   set.begin(run_id);
   const lineage::Lineage from{{{dataset, data.meta.fingerprint}}, data.meta.fingerprint, ""};
   train_fold_model(
@@ -179,9 +189,10 @@ void pretrain_main(ToolContext& ctx) {
   TrainOptions opt = read_train_options(ctx.cfg, "pretrain");
   TrainInput data = load_train_input(dataset, ctx.cfg);
   const FoldPlan fold_plan = plan_folds(data, opt, folds, ckpt_dir);
+  // With --skip-folds the fold tasks (pretrain --fold k) keep their own checkpoints.
   const bool skip_folds = ctx.has_flag("skip-folds");
-  for (int k = 0; k < fold_plan.folds; ++k)
-    prepare_checkpoint_dir(ctx, cat(ckpt_dir, "/fold", k), resume && !skip_folds);
+  for (int k = 0; k < fold_plan.folds && !skip_folds; ++k)
+    prepare_checkpoint_dir(ctx, cat(ckpt_dir, "/fold", k), resume);
   const HoldoutSplit split = pretrain_split(data, holdout, opt.seed, dataset);
   const lineage::Lineage from{{{dataset, data.meta.fingerprint}}, data.meta.fingerprint, ""};
   const lineage::Lineage from_early{from.inputs, from.dataset_fingerprint, "early"};

@@ -317,9 +317,18 @@ TEST(TrainCrossfit, FoldsTrainedAsSeparateRunsEqualTheOneProcessRun) {
   EXPECT_EQ(fa.read_all<float>("/train/probs"), fb.read_all<float>("/train/probs"));
   EXPECT_EQ(fa.read_all<int32_t>("/train/fold"), fb.read_all<int32_t>("/train/fold"));
 
-  // A new main run replaces the set: the fold files of the run before it go.
+  // A new main run replaces the set: the fold files of the run before it go. A fold task
+  // told to resume does not continue the checkpoints of the run before (its main is gone).
+  out = run(b, "pretrain", " --fold 0 --overwrite --set pretrain.checkpoint.every_epochs=1", &rc);
+  ASSERT_EQ(rc, 0) << out;  // checkpoints differ from the main run's: still its fold model
+  ASSERT_FALSE(latest_checkpoint(pb + "checkpoints/fold0").empty());
   out = run(b, "pretrain", " --skip-folds --overwrite --set pretrain.epochs=1", &rc);
   ASSERT_EQ(rc, 0) << out;
   EXPECT_FALSE(fs::exists(pb + "model_fold0.h5"));
   EXPECT_FALSE(fs::exists(pb + "model_folds.json"));
+  out = run(b, "pretrain", " --fold 0 --resume --set pretrain.epochs=1", &rc);
+  ASSERT_EQ(rc, 0) << out;
+  EXPECT_NE(out.find("fold 0 starts afresh"), std::string::npos) << out;
+  EXPECT_EQ(read_json_lines(pb + "metrics_fold0.jsonl").size(), 1u);  // 1 epoch, none resumed
+  EXPECT_EQ(run_id_of(pb + "model_fold0.h5"), run_id_of(pb + "model.h5"));
 }
