@@ -4,7 +4,7 @@ namespace sieve {
 
 // The keys shared by every training section (pretrain.*, scaled.*): model, optimizer,
 // schedule, batch, checkpoints. Declared once here so both stages stay in step; the
-// trainer (libcore/train/train_config.cpp) reads them under the same prefix.
+// trainer (read_train_options, libcore/train/trainer.cpp) reads them under the same prefix.
 void add_trainer_keys(ConfigSchema& s, const std::string& p, const std::string& arch,
                       int64_t epochs, int64_t global_batch, double lr, int64_t ref_batch,
                       double warmup_epochs, int64_t lars_from_batch) {

@@ -2,10 +2,6 @@
 
 namespace sieve {
 
-void add_trainer_keys(ConfigSchema& s, const std::string& p, const std::string& arch,
-                      int64_t epochs, int64_t global_batch, double lr, int64_t ref_batch,
-                      double warmup_epochs, int64_t lars_from_batch);
-
 // Keys of the 'scaled' section: the large-batch retraining (tools/train_scaled) and its
 // sweep grid. Model/optimizer/schedule keys are the same as pretrain's.
 void add_scaled_keys(ConfigSchema& s) {

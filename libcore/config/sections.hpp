@@ -3,6 +3,7 @@
 // any section is caught by the first stage, not hours later by the last.
 // Each section's keys are declared in its own file (config/schema_<section>.cpp).
 #pragma once
+#include <cstdint>
 #include <optional>
 #include <string>
 
@@ -19,6 +20,11 @@ void add_filter_keys(ConfigSchema& s);    // filter.*: cluster_filter
 void add_scaled_keys(ConfigSchema& s);    // scaled.*: train_scaled and its sweep
 void add_report_keys(ConfigSchema& s);    // report.*: report and a-priori estimates
 void add_slurm_keys(ConfigSchema& s);     // slurm.*: resources for the job scripts
+// The keys every training section shares (model, optimizer, schedule, batch, checkpoints)
+// under prefix `p`, with the section's own defaults (schema_pretrain.cpp).
+void add_trainer_keys(ConfigSchema& s, const std::string& p, const std::string& arch,
+                      int64_t epochs, int64_t global_batch, double lr, int64_t ref_batch,
+                      double warmup_epochs, int64_t lars_from_batch);
 
 // All sections, built once.
 const ConfigSchema& pipeline_schema();
