@@ -204,6 +204,8 @@ void train_fold_models(const Comm& comm, const std::string& config_yaml, const T
 bool complete_fold_record(const FoldPlan& plan, const std::string& dir, const std::string& stem,
                           const std::string& run_id) {
   const auto in_dir = [&](const std::string& name) { return (fs::path(dir) / name).string(); };
+  // A main model retrained meanwhile makes these folds another run's: no record for them.
+  if (run_id_of(in_dir(stem + ".h5")) != run_id) return false;
   for (int k = 0; k < plan.folds; ++k)
     for (const std::string& name : fold_files(stem, k))
       if (!fs::exists(in_dir(name))) return false;
