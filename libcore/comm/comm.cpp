@@ -1,16 +1,29 @@
 #include "comm/comm.hpp"
 
+#include <unistd.h>
 #include <algorithm>
 #include <climits>
 #include <cstdlib>
-#include <unistd.h>
 
 namespace sieve {
 
-Comm Comm::world() { return Comm(MPI_COMM_WORLD); }
-Comm Comm::self() { return Comm(MPI_COMM_SELF); }
+Comm Comm::world() {
+  return Comm(MPI_COMM_WORLD);
+}
+Comm Comm::self() {
+  return Comm(MPI_COMM_SELF);
+}
+
+Comm::Comm(std::shared_ptr<fake::World> world, int rank)
+    : comm_(MPI_COMM_NULL),
+      rank_(rank),
+      size_(world->size()),
+      local_rank_(rank),
+      local_size_(world->size()),  // one node
+      fake_(std::move(world)) {}
 
 Comm Comm::dup() const {
+  if (fake_) return Comm(fake_->dup(rank_), rank_);
   auto owned = std::shared_ptr<MPI_Comm>(new MPI_Comm(MPI_COMM_NULL), [](MPI_Comm* c) {
     int finalized = 0;
     MPI_Finalized(&finalized);
@@ -40,6 +53,7 @@ int Comm::int_count(size_t n) {
 }
 
 void Comm::barrier() const {
+  if (size_ > 1 && fake_) return fake_->barrier();
   if (size_ > 1) SIEVE_MPI_CHECK(MPI_Barrier(comm_));
 }
 
@@ -84,12 +98,20 @@ void agree_on_error(const Comm& comm, const std::string& error, int code) {
 
 int64_t Comm::exscan_sum(int64_t v) const {
   if (size_ == 1) return 0;
+  if (fake_) {
+    const std::vector<int64_t> all = allgather(v);
+    int64_t below = 0;
+    for (int r = 0; r < rank_; ++r) below += all[size_t(r)];
+    return below;
+  }
   int64_t out = 0;
   SIEVE_MPI_CHECK(MPI_Exscan(&v, &out, 1, MPI_INT64_T, MPI_SUM, comm_));
   return rank_ == 0 ? 0 : out;
 }
 
 void Comm::abort(int exit_code) const {
+  // A fake rank is a thread of a test: it ends its rank, not the process.
+  if (fake_) throw Error(cat("abort(", exit_code, ") on rank ", rank_, " of a fake communicator"));
   if (size_ > 1) MPI_Abort(comm_, exit_code);
   std::_Exit(exit_code);
 }

@@ -6,16 +6,22 @@
 // Every MPI call goes through SIEVE_MPI_CHECK, which names the file and line on failure.
 // Nothing outside libcore/comm names MPI (tests/fault/no_raw_mpi.sh checks it): what a
 // caller needs is here (collectives, point-to-point, non-blocking operations returning a
-// Request), in in_flight.hpp, trace_gather.hpp and h5_mpio.hpp.
+// Request), in in_flight.hpp, trace_gather.hpp and h5_mpio.hpp. A Comm may also be a rank of
+// an in-process fake world (fake.hpp), for unit tests of multi-rank logic without mpirun:
+// each operation then branches to it before touching MPI.
 #pragma once
 #include <mpi.h>
 
+#include <algorithm>
 #include <cstdint>
+#include <cstring>
 #include <memory>
 #include <new>
 #include <string>
+#include <type_traits>
 #include <vector>
 
+#include "comm/fake.hpp"
 #include "comm/request.hpp"
 #include "util/error.hpp"
 
@@ -35,6 +41,7 @@ namespace sieve {
 
 template <typename T>
 MPI_Datatype mpi_type();
+// clang-format off
 template <> inline MPI_Datatype mpi_type<float>() { return MPI_FLOAT; }
 template <> inline MPI_Datatype mpi_type<double>() { return MPI_DOUBLE; }
 template <> inline MPI_Datatype mpi_type<int32_t>() { return MPI_INT32_T; }
@@ -42,6 +49,36 @@ template <> inline MPI_Datatype mpi_type<int64_t>() { return MPI_INT64_T; }
 template <> inline MPI_Datatype mpi_type<uint8_t>() { return MPI_UINT8_T; }
 template <> inline MPI_Datatype mpi_type<uint64_t>() { return MPI_UINT64_T; }
 template <> inline MPI_Datatype mpi_type<char>() { return MPI_CHAR; }
+// clang-format on
+
+namespace fake {
+// The reductions of the fake world (fake.hpp), element-wise on n elements of T.
+template <typename T>
+void combine(void* acc, const void* in, size_t n, MPI_Op op) {
+  T* a = static_cast<T*>(acc);
+  const T* b = static_cast<const T*>(in);
+  for (size_t i = 0; i < n; ++i) {
+    if (op == MPI_SUM) {
+      a[i] = T(a[i] + b[i]);
+    } else if (op == MPI_MAX) {
+      a[i] = b[i] > a[i] ? b[i] : a[i];
+    } else if (op == MPI_MIN) {
+      a[i] = b[i] < a[i] ? b[i] : a[i];
+    } else if constexpr (std::is_integral_v<T>) {
+      a[i] = T(a[i] & b[i]);  // MPI_BAND
+    }
+  }
+}
+// One function per (type, operation): MPI_Op values are not constant expressions in Open MPI.
+template <typename T>
+Combine combiner(MPI_Op op) {
+  if (op == MPI_SUM) return [](void* a, const void* b, size_t n) { combine<T>(a, b, n, MPI_SUM); };
+  if (op == MPI_MAX) return [](void* a, const void* b, size_t n) { combine<T>(a, b, n, MPI_MAX); };
+  if (op == MPI_MIN) return [](void* a, const void* b, size_t n) { combine<T>(a, b, n, MPI_MIN); };
+  SIEVE_ASSERT(op == MPI_BAND && std::is_integral_v<T>, "fake communicator: unsupported reduction");
+  return [](void* a, const void* b, size_t n) { combine<T>(a, b, n, MPI_BAND); };
+}
+}  // namespace fake
 
 class Comm {
  public:
@@ -50,6 +87,8 @@ class Comm {
   // This process alone (a one-rank communicator: work a rank does by itself).
   static Comm self();
   explicit Comm(MPI_Comm comm);
+  // Rank `rank` of an in-process fake world (fake.hpp: fake_comms, run_fake_ranks).
+  Comm(std::shared_ptr<fake::World> world, int rank);
   // A private duplicate (collective): its messages never match those on this communicator.
   // Freed when its last copy goes.
   Comm dup() const;
@@ -61,12 +100,15 @@ class Comm {
   bool is_root() const { return rank_ == 0; }
   // The MPI handle, for libcore/comm only (h5_mpio.cpp): everything else goes through Comm.
   MPI_Comm raw() const { return comm_; }
+  // The fake world behind this communicator (null for MPI's).
+  const std::shared_ptr<fake::World>& fake_world() const { return fake_; }
 
   void barrier() const;
   // In-place sum over all ranks.
   template <typename T>
   void allreduce_sum(T* data, size_t n) const {
     if (size_ == 1 || n == 0) return;
+    if (fake_) return fake_->allreduce(rank_, data, n, sizeof(T), fake::combiner<T>(MPI_SUM));
     SIEVE_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, data, int_count(n), mpi_type<T>(), MPI_SUM, comm_));
   }
   template <typename T>
@@ -78,11 +120,13 @@ class Comm {
   template <typename T>
   void allreduce_max(T* data, size_t n) const {
     if (size_ == 1 || n == 0) return;
+    if (fake_) return fake_->allreduce(rank_, data, n, sizeof(T), fake::combiner<T>(MPI_MAX));
     SIEVE_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, data, int_count(n), mpi_type<T>(), MPI_MAX, comm_));
   }
   template <typename T>
   void allreduce_min(T* data, size_t n) const {
     if (size_ == 1 || n == 0) return;
+    if (fake_) return fake_->allreduce(rank_, data, n, sizeof(T), fake::combiner<T>(MPI_MIN));
     SIEVE_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, data, int_count(n), mpi_type<T>(), MPI_MIN, comm_));
   }
   template <typename T>
@@ -98,6 +142,7 @@ class Comm {
   template <typename T>
   void bcast(T* data, size_t n, int root = 0) const {
     if (size_ == 1 || n == 0) return;
+    if (fake_) return fake_->bcast(rank_, data, n * sizeof(T), root);
     SIEVE_MPI_CHECK(MPI_Bcast(data, int_count(n), mpi_type<T>(), root, comm_));
   }
   void bcast_string(std::string& s, int root = 0) const;
@@ -111,13 +156,26 @@ class Comm {
       out[0] = v;
       return out;
     }
+    if (fake_) {
+      const std::vector<char> all = fake_->allgatherv(rank_, &v, sizeof(T), nullptr);
+      std::memcpy(out.data(), all.data(), all.size());
+      return out;
+    }
     SIEVE_MPI_CHECK(MPI_Allgather(&v, 1, mpi_type<T>(), out.data(), 1, mpi_type<T>(), comm_));
     return out;
   }
-  // Variable-size allgather: every rank contributes `mine`, all get the concatenation in rank order.
+  // Variable-size allgather: every rank contributes `mine`, all get the concatenation in rank
+  // order.
   template <typename T>
   std::vector<T> allgatherv(const std::vector<T>& mine) const {
     if (size_ == 1) return mine;
+    if (fake_) {
+      const std::vector<char> all =
+          fake_->allgatherv(rank_, mine.data(), mine.size() * sizeof(T), nullptr);
+      std::vector<T> out(all.size() / sizeof(T));
+      std::memcpy(out.data(), all.data(), all.size());
+      return out;
+    }
     std::vector<int> counts = allgather<int>(int_count(mine.size()));
     std::vector<int> displs(size_, 0);
     for (int r = 1; r < size_; ++r) displs[r] = displs[r - 1] + counts[r - 1];
@@ -132,6 +190,17 @@ class Comm {
   void allgatherv_in_place(T* data, const std::vector<int>& counts,
                            const std::vector<int>& displs) const {
     if (size_ == 1) return;
+    if (fake_) {
+      const std::vector<char> all = fake_->allgatherv(
+          rank_, data + displs[size_t(rank_)], size_t(counts[size_t(rank_)]) * sizeof(T), nullptr);
+      size_t at = 0;
+      for (int r = 0; r < size_; ++r) {
+        const size_t bytes = size_t(counts[size_t(r)]) * sizeof(T);
+        if (r != rank_) std::memcpy(data + displs[size_t(r)], all.data() + at, bytes);
+        at += bytes;
+      }
+      return;
+    }
     SIEVE_MPI_CHECK(MPI_Allgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, data, counts.data(),
                                    displs.data(), mpi_type<T>(), comm_));
   }
@@ -145,8 +214,22 @@ class Comm {
       if (recv_counts_out) *recv_counts_out = send_counts;
       return send;
     }
+    if (fake_) {
+      std::vector<size_t> send_bytes, recv_bytes;
+      for (int c : send_counts) send_bytes.push_back(size_t(c) * sizeof(T));
+      const std::vector<char> all = fake_->alltoallv(
+          rank_, reinterpret_cast<const char*>(send.data()), send_bytes, &recv_bytes);
+      std::vector<T> out(all.size() / sizeof(T));
+      std::memcpy(out.data(), all.data(), all.size());
+      if (recv_counts_out) {
+        recv_counts_out->clear();
+        for (size_t b : recv_bytes) recv_counts_out->push_back(int(b / sizeof(T)));
+      }
+      return out;
+    }
     std::vector<int> recv_counts(size_t(size_), 0);
-    SIEVE_MPI_CHECK(MPI_Alltoall(send_counts.data(), 1, MPI_INT, recv_counts.data(), 1, MPI_INT, comm_));
+    SIEVE_MPI_CHECK(
+        MPI_Alltoall(send_counts.data(), 1, MPI_INT, recv_counts.data(), 1, MPI_INT, comm_));
     std::vector<int> sd(size_t(size_), 0), rd(size_t(size_), 0);
     for (int r = 1; r < size_; ++r) {
       sd[r] = sd[r - 1] + send_counts[r - 1];
@@ -162,10 +245,15 @@ class Comm {
   // Point-to-point, blocking: n elements to / from one rank, matched by `tag`.
   template <typename T>
   void send(const T* data, size_t n, int dest, int tag) const {
+    if (fake_) return fake_->send(rank_, data, n * sizeof(T), dest, tag);
     SIEVE_MPI_CHECK(MPI_Send(data, int_count(n), mpi_type<T>(), dest, tag, comm_));
   }
   template <typename T>
   void recv(T* data, size_t n, int source, int tag) const {
+    if (fake_) {
+      fake_->recv(rank_, data, n * sizeof(T), source, tag, true);
+      return;
+    }
     SIEVE_MPI_CHECK(
         MPI_Recv(data, int_count(n), mpi_type<T>(), source, tag, comm_, MPI_STATUS_IGNORE));
   }
@@ -176,12 +264,21 @@ class Comm {
   template <typename T>
   Request isend(const T* data, size_t n, int dest, int tag) const {
     Request r;
+    if (fake_) {
+      send(data, n, dest, tag);  // buffered: complete at once
+      return fake_done();
+    }
     SIEVE_MPI_CHECK(MPI_Isend(data, int_count(n), mpi_type<T>(), dest, tag, comm_, &r.req_));
     return r;
   }
   template <typename T>
   Request irecv(T* data, size_t n, int source, int tag) const {
     Request r;
+    if (fake_) {
+      r.pending_ = [world = fake_, rank = rank_, data, bytes = n * sizeof(T), source,
+                    tag](bool block) { return world->recv(rank, data, bytes, source, tag, block); };
+      return r;
+    }
     SIEVE_MPI_CHECK(MPI_Irecv(data, int_count(n), mpi_type<T>(), source, tag, comm_, &r.req_));
     return r;
   }
@@ -204,6 +301,12 @@ class Comm {
   template <typename T>
   Request ireduce_sum(T* data, size_t n, int root) const {
     Request r;
+    if (fake_) {  // complete at once: the sum on every rank, kept by the root
+      std::vector<T> sum(data, data + n);
+      allreduce_sum(sum.data(), n);
+      if (rank_ == root) std::copy(sum.begin(), sum.end(), data);
+      return fake_done();
+    }
     const bool at_root = rank_ == root;
     SIEVE_MPI_CHECK(MPI_Ireduce(at_root ? MPI_IN_PLACE : data, at_root ? data : nullptr,
                                 int_count(n), mpi_type<T>(), MPI_SUM, root, comm_, &r.req_));
@@ -212,6 +315,10 @@ class Comm {
   template <typename T>
   Request ibcast(T* data, size_t n, int root) const {
     Request r;
+    if (fake_) {
+      bcast(data, n, root);
+      return fake_done();
+    }
     SIEVE_MPI_CHECK(MPI_Ibcast(data, int_count(n), mpi_type<T>(), root, comm_, &r.req_));
     return r;
   }
@@ -220,15 +327,28 @@ class Comm {
 
  private:
   static int int_count(size_t n);
+  // A fake communicator's operation that completed when started: still active (as an MPI
+  // request is) until a wait() or test() sees it done.
+  static Request fake_done() {
+    Request r;
+    r.pending_ = [](bool) { return true; };
+    return r;
+  }
   template <typename T>
   Request iallreduce(const void* send, T* recv, size_t n, MPI_Op op) const {
     Request r;
+    if (fake_) {  // complete at once
+      if (send != MPI_IN_PLACE) std::memcpy(recv, send, n * sizeof(T));
+      if (size_ > 1 && n > 0) fake_->allreduce(rank_, recv, n, sizeof(T), fake::combiner<T>(op));
+      return fake_done();
+    }
     SIEVE_MPI_CHECK(MPI_Iallreduce(send, recv, int_count(n), mpi_type<T>(), op, comm_, &r.req_));
     return r;
   }
   MPI_Comm comm_;
   int rank_ = 0, size_ = 1, local_rank_ = 0, local_size_ = 1;
-  std::shared_ptr<MPI_Comm> owned_;  // set on a dup(): frees the communicator
+  std::shared_ptr<MPI_Comm> owned_;    // set on a dup(): frees the communicator
+  std::shared_ptr<fake::World> fake_;  // set for a fake world's rank (MPI is not used)
 };
 
 // Contiguous block split of n items over p ranks: rank r owns [begin, end).

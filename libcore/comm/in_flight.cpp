@@ -13,6 +13,7 @@ InFlight::~InFlight() {
 }
 
 void InFlight::add(Request req, std::string label, double bytes) {
+  if (req.pending_) req.wait();  // a fake communicator's: completes here
   reqs_.push_back(req.req_);
   req.req_ = MPI_REQUEST_NULL;  // owned here from now on
   labels_.push_back(std::move(label));

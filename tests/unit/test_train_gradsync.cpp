@@ -1,10 +1,12 @@
-// Pieces of the gradient strategies that need no second rank: the optimizer's range update
-// (what a parameter-server shard owner runs), readiness bookkeeping, and each strategy on a
-// one-rank communicator (nothing to reduce: the gradients must come out untouched).
+// Pieces of the gradient strategies: the optimizer's range update (what a parameter-server
+// shard owner runs), readiness bookkeeping, each strategy on a one-rank communicator (nothing
+// to reduce: the gradients must come out untouched) and on three ranks of the in-process fake
+// communicator (comm/fake.hpp; the real multi-rank runs are tests/mpi/test_train_comm.cpp).
 #include <gtest/gtest.h>
 
 #include <random>
 
+#include "comm/fake.hpp"
 #include "train/grad_sync.hpp"
 #include "train/optimizer.hpp"
 
@@ -87,4 +89,35 @@ TEST(GradSync, EveryStrategyLeavesOneRanksGradientsUntouched) {
   CommOptions bad;
   bad.strategy = "gossip";
   EXPECT_THROW(check_comm_options(bad, "pretrain"), UsageError);
+}
+
+// The all-reduce strategies on three ranks of the fake communicator: every rank ends each step
+// with the sum of the ranks' gradients on the covered elements. (The parameter server sums
+// each piece on its owner only, which then updates the parameters: tests/mpi.)
+TEST(GradSync, AllReduceStrategiesSumOverThreeRanksOfAFakeComm) {
+  const std::vector<std::pair<size_t, size_t>> covered = {{0, 300}, {304, 200}};
+  auto base = [](size_t i) { return float(i % 17) * 0.25f; };
+  for (const char* strategy : {"buckets", "fusion-queue"}) {
+    std::vector<std::vector<float>> result(3);
+    run_fake_ranks(3, [&](const Comm& c) {
+      CommOptions o;
+      o.strategy = strategy;
+      o.bucket_mb = 0.001;  // several pieces
+      std::vector<float> g(504);
+      auto sync = make_grad_sync(o, c, g.data(), g.size(), covered);
+      for (int step = 0; step < 2; ++step) {
+        for (size_t i = 0; i < g.size(); ++i) g[i] = base(i) * float(c.rank() + 1 + step);
+        sync->arm();
+        for (auto it = covered.rbegin(); it != covered.rend(); ++it)
+          sync->ready(it->first, it->second);
+        sync->finish();
+      }
+      result[size_t(c.rank())] = g;
+    });
+    for (int r = 0; r < 3; ++r)
+      for (const auto& [begin, n] : covered)
+        for (size_t i = begin; i < begin + n; ++i)
+          ASSERT_FLOAT_EQ(result[size_t(r)][i], base(i) * (2 + 3 + 4))
+              << strategy << " rank " << r << " element " << i;
+  }
 }
