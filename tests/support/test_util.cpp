@@ -44,7 +44,8 @@ std::string tool_path(const std::string& tool) {
 }
 
 int run_command(const std::string& cmd, std::string* output) {
-  std::string full = cmd + " 2>&1";
+  // Grouped, so that a redirection inside `cmd` (2>/dev/null: stdout only) keeps its meaning.
+  std::string full = "{ " + cmd + "\n} 2>&1";
   FILE* p = popen(full.c_str(), "r");
   if (!p) return -1;
   std::array<char, 4096> buf;
