@@ -86,8 +86,8 @@ void check_main_model(const ToolContext& ctx, const std::string& model, const Tr
   };
   SIEVE_CHECK(main_cfg && section(*main_cfg) == section(ctx.cfg), model,
               ": trained with other run.seed or pretrain.* settings (checkpoints aside) than this "
-              "config; its fold "
-              "models must share them (run pretrain --skip-folds again with this config)");
+              "config; its fold models must share them (run pretrain --skip-folds again with "
+              "this config)");
 }
 
 // pretrain --fold k: fold model k alone, as its own output set in the main model's directory,
