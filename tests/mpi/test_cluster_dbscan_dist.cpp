@@ -13,40 +13,12 @@ using namespace sieve::cluster;
 
 namespace {
 
-// Run the distributed DBSCAN on `comm` with the rows dealt round-robin (so every rank's
-// share is spread over space), and gather the labels back into input order. index_bits:
-// as in dbscan_distributed (0: by each rank's point count).
-DbscanResult run_split(const Comm& comm, const test::Case& c, int index_bits = 0) {
-  const int64_t n = int64_t(c.x.size()) / c.d;
-  std::vector<float> mine;
-  std::vector<int64_t> gid;
-  for (int64_t i = comm.rank(); i < n; i += comm.size()) {
-    mine.insert(mine.end(), c.x.begin() + i * c.d, c.x.begin() + (i + 1) * c.d);
-    gid.push_back(i);
-  }
-  DbscanResult part = dbscan_distributed(comm, mine.data(), gid.data(), int64_t(gid.size()), c.d,
-                                         {c.eps, c.min_samples}, index_bits);
-  std::vector<int64_t> all_gid = comm.allgatherv(gid);
-  std::vector<int32_t> all_label = comm.allgatherv(part.label);
-  std::vector<uint8_t> all_core = comm.allgatherv(part.core);
-  DbscanResult r;
-  r.label.assign(n, -2);
-  r.core.assign(n, 0);
-  for (size_t k = 0; k < all_gid.size(); ++k) {
-    r.label[all_gid[k]] = all_label[k];
-    r.core[all_gid[k]] = all_core[k];
-  }
-  r.num_clusters = part.num_clusters;
-  r.num_noise = part.num_noise;
-  return r;
-}
-
 void check_on(const Comm& comm, bool with_reference) {
   for (const auto& c : test::dbscan_cases()) {
     SCOPED_TRACE(c.name + " on " + std::to_string(comm.size()) + " ranks");
     const int64_t n = int64_t(c.x.size()) / c.d;
     DbscanResult serial = dbscan(c.x.data(), n, c.d, {c.eps, c.min_samples});
-    DbscanResult dist = run_split(comm, c);
+    DbscanResult dist = test::run_split(comm, c);
     // Identical, not merely equivalent: same borders, same cluster numbers.
     EXPECT_EQ(dist.label, serial.label);
     EXPECT_EQ(dist.core, serial.core);
@@ -84,8 +56,8 @@ TEST(DbscanDistributed, BothIndexWidthsGiveIdenticalResults) {
   // Each rank's owned + halo points with 32-bit and with 64-bit positions: same labels.
   for (const auto& c : test::dbscan_cases()) {
     SCOPED_TRACE(c.name);
-    DbscanResult r32 = run_split(Comm::world(), c, 32);
-    DbscanResult r64 = run_split(Comm::world(), c, 64);
+    DbscanResult r32 = test::run_split(Comm::world(), c, 32);
+    DbscanResult r64 = test::run_split(Comm::world(), c, 64);
     EXPECT_EQ(r32.label, r64.label);
     EXPECT_EQ(r32.core, r64.core);
     EXPECT_EQ(r32.num_clusters, r64.num_clusters);

@@ -7,6 +7,7 @@
 
 #include "cluster/dbscan.hpp"
 #include "cluster/eps_select.hpp"
+#include "comm/fake.hpp"
 #include "unit/test_cluster_reference.hpp"
 #include "util/error.hpp"
 
@@ -151,7 +152,9 @@ TEST(Dbscan, KDistancesFromTheGridEqualAFullScan) {
     std::vector<float> x(size_t(n) * d);
     for (int64_t i = 0; i < n; ++i)
       for (int t = 0; t < d; ++t)
-        x[size_t(i) * d + t] = i % 50 == 0 ? far(rng) : i % 7 == 0 ? 1.f : float(i % 3) * 4 + blob(rng);
+        x[size_t(i) * d + t] = i % 50 == 0  ? far(rng)
+                               : i % 7 == 0 ? 1.f
+                                            : float(i % 3) * 4 + blob(rng);
     std::vector<double> want(n);
     for (int64_t i = 0; i < n; ++i) {
       std::vector<double> dist(n);
@@ -162,6 +165,27 @@ TEST(Dbscan, KDistancesFromTheGridEqualAFullScan) {
     std::sort(want.begin(), want.end());
     const std::vector<double> got = k_distances(x.data(), n, d, k, n, 1);
     ASSERT_EQ(got.size(), want.size());
-    for (int64_t i = 0; i < n; ++i) ASSERT_NEAR(got[i], want[i], 1e-9 * (1 + want[i])) << d << "-D, " << i;
+    for (int64_t i = 0; i < n; ++i)
+      ASSERT_NEAR(got[i], want[i], 1e-9 * (1 + want[i])) << d << "-D, " << i;
+  }
+}
+
+// The distributed DBSCAN (spatial split, halo exchange, label merge) on 4 ranks of the
+// in-process fake communicator, a rank count the mpi tests (2 and 3 ranks) do not run:
+// identical to the serial result on every case.
+TEST(Dbscan, DistributedOnFourFakeRanksEqualsSerial) {
+  for (const auto& c : test::dbscan_cases()) {
+    const int64_t n = int64_t(c.x.size()) / c.d;
+    const DbscanResult serial = dbscan(c.x.data(), n, c.d, {c.eps, c.min_samples});
+    std::vector<DbscanResult> dist(4);
+    run_fake_ranks(4,
+                   [&](const Comm& comm) { dist[size_t(comm.rank())] = test::run_split(comm, c); });
+    for (int r = 0; r < 4; ++r) {
+      SCOPED_TRACE(c.name + ", rank " + std::to_string(r));
+      EXPECT_EQ(dist[size_t(r)].label, serial.label);
+      EXPECT_EQ(dist[size_t(r)].core, serial.core);
+      EXPECT_EQ(dist[size_t(r)].num_clusters, serial.num_clusters);
+      EXPECT_EQ(dist[size_t(r)].num_noise, serial.num_noise);
+    }
   }
 }

@@ -1,6 +1,7 @@
 // Independent O(N^2) DBSCAN reference for the cluster tests, and the checks that compare a
 // result with it: same noise set, same core flags, same partition of the core points, and
-// every border point in the cluster of some core point within eps.
+// every border point in the cluster of some core point within eps. And run_split: the
+// distributed DBSCAN over a communicator's ranks, gathered back into input order.
 #pragma once
 #include <gtest/gtest.h>
 
@@ -8,6 +9,10 @@
 #include <map>
 #include <random>
 #include <vector>
+
+#include "cluster/dbscan.hpp"
+#include "cluster/dbscan_dist.hpp"
+#include "comm/comm.hpp"
 
 namespace sieve::test {
 
@@ -190,6 +195,34 @@ inline std::vector<Case> dbscan_cases() {
     cs.push_back(c);
   }
   return cs;
+}
+
+// Run the distributed DBSCAN on `comm` with the rows dealt round-robin (so every rank's
+// share is spread over space), and gather the labels back into input order. index_bits:
+// as in dbscan_distributed (0: by each rank's point count).
+inline cluster::DbscanResult run_split(const Comm& comm, const Case& c, int index_bits = 0) {
+  const int64_t n = int64_t(c.x.size()) / c.d;
+  std::vector<float> mine;
+  std::vector<int64_t> gid;
+  for (int64_t i = comm.rank(); i < n; i += comm.size()) {
+    mine.insert(mine.end(), c.x.begin() + i * c.d, c.x.begin() + (i + 1) * c.d);
+    gid.push_back(i);
+  }
+  cluster::DbscanResult part = cluster::dbscan_distributed(
+      comm, mine.data(), gid.data(), int64_t(gid.size()), c.d, {c.eps, c.min_samples}, index_bits);
+  std::vector<int64_t> all_gid = comm.allgatherv(gid);
+  std::vector<int32_t> all_label = comm.allgatherv(part.label);
+  std::vector<uint8_t> all_core = comm.allgatherv(part.core);
+  cluster::DbscanResult r;
+  r.label.assign(n, -2);
+  r.core.assign(n, 0);
+  for (size_t k = 0; k < all_gid.size(); ++k) {
+    r.label[all_gid[k]] = all_label[k];
+    r.core[all_gid[k]] = all_core[k];
+  }
+  r.num_clusters = part.num_clusters;
+  r.num_noise = part.num_noise;
+  return r;
 }
 
 }  // namespace sieve::test
