@@ -52,31 +52,35 @@ template <> inline MPI_Datatype mpi_type<char>() { return MPI_CHAR; }
 // clang-format on
 
 namespace fake {
-// The reductions of the fake world (fake.hpp), element-wise on n elements of T.
-template <typename T>
-void combine(void* acc, const void* in, size_t n, MPI_Op op) {
+// The reductions of the fake world (fake.hpp): acc[i] = f(acc[i], in[i]) on n elements of T.
+template <typename T, typename F>
+void combine_each(void* acc, const void* in, size_t n, F f) {
   T* a = static_cast<T*>(acc);
   const T* b = static_cast<const T*>(in);
-  for (size_t i = 0; i < n; ++i) {
-    if (op == MPI_SUM) {
-      a[i] = T(a[i] + b[i]);
-    } else if (op == MPI_MAX) {
-      a[i] = b[i] > a[i] ? b[i] : a[i];
-    } else if (op == MPI_MIN) {
-      a[i] = b[i] < a[i] ? b[i] : a[i];
-    } else if constexpr (std::is_integral_v<T>) {
-      a[i] = T(a[i] & b[i]);  // MPI_BAND
-    }
-  }
+  for (size_t i = 0; i < n; ++i) a[i] = f(a[i], b[i]);
 }
-// One function per (type, operation): MPI_Op values are not constant expressions in Open MPI.
+// The operation is picked once here, not per element (MPI_Op values are not constant
+// expressions in Open MPI, so they cannot be template arguments).
 template <typename T>
 Combine combiner(MPI_Op op) {
-  if (op == MPI_SUM) return [](void* a, const void* b, size_t n) { combine<T>(a, b, n, MPI_SUM); };
-  if (op == MPI_MAX) return [](void* a, const void* b, size_t n) { combine<T>(a, b, n, MPI_MAX); };
-  if (op == MPI_MIN) return [](void* a, const void* b, size_t n) { combine<T>(a, b, n, MPI_MIN); };
-  SIEVE_ASSERT(op == MPI_BAND && std::is_integral_v<T>, "fake communicator: unsupported reduction");
-  return [](void* a, const void* b, size_t n) { combine<T>(a, b, n, MPI_BAND); };
+  if (op == MPI_SUM)
+    return [](void* a, const void* b, size_t n) {
+      combine_each<T>(a, b, n, [](T x, T y) { return T(x + y); });
+    };
+  if (op == MPI_MAX)
+    return [](void* a, const void* b, size_t n) {
+      combine_each<T>(a, b, n, [](T x, T y) { return y > x ? y : x; });
+    };
+  if (op == MPI_MIN)
+    return [](void* a, const void* b, size_t n) {
+      combine_each<T>(a, b, n, [](T x, T y) { return y < x ? y : x; });
+    };
+  if constexpr (std::is_integral_v<T>)
+    if (op == MPI_BAND)
+      return [](void* a, const void* b, size_t n) {
+        combine_each<T>(a, b, n, [](T x, T y) { return T(x & y); });
+      };
+  throw Error("fake communicator: unsupported reduction");
 }
 }  // namespace fake
 
@@ -157,7 +161,7 @@ class Comm {
       return out;
     }
     if (fake_) {
-      const std::vector<char> all = fake_->allgatherv(rank_, &v, sizeof(T), nullptr);
+      const std::vector<char> all = fake_->allgatherv(rank_, &v, sizeof(T));
       std::memcpy(out.data(), all.data(), all.size());
       return out;
     }
@@ -170,8 +174,7 @@ class Comm {
   std::vector<T> allgatherv(const std::vector<T>& mine) const {
     if (size_ == 1) return mine;
     if (fake_) {
-      const std::vector<char> all =
-          fake_->allgatherv(rank_, mine.data(), mine.size() * sizeof(T), nullptr);
+      const std::vector<char> all = fake_->allgatherv(rank_, mine.data(), mine.size() * sizeof(T));
       std::vector<T> out(all.size() / sizeof(T));
       std::memcpy(out.data(), all.data(), all.size());
       return out;
@@ -191,8 +194,8 @@ class Comm {
                            const std::vector<int>& displs) const {
     if (size_ == 1) return;
     if (fake_) {
-      const std::vector<char> all = fake_->allgatherv(
-          rank_, data + displs[size_t(rank_)], size_t(counts[size_t(rank_)]) * sizeof(T), nullptr);
+      const std::vector<char> all = fake_->allgatherv(rank_, data + displs[size_t(rank_)],
+                                                      size_t(counts[size_t(rank_)]) * sizeof(T));
       size_t at = 0;
       for (int r = 0; r < size_; ++r) {
         const size_t bytes = size_t(counts[size_t(r)]) * sizeof(T);

@@ -100,13 +100,11 @@ void World::bcast(int rank, void* data, size_t bytes, int root) {
   barrier();
 }
 
-std::vector<char> World::allgatherv(int rank, const void* mine, size_t bytes,
-                                    std::vector<size_t>* sizes) {
+std::vector<char> World::allgatherv(int rank, const void* mine, size_t bytes) {
   s_->ptr[size_t(rank)] = mine;
   s_->bytes[size_t(rank)] = bytes;
   barrier();
   std::vector<char> out;
-  if (sizes) sizes->assign(s_->bytes.begin(), s_->bytes.end());
   for (int r = 0; r < s_->n; ++r) {
     const char* p = static_cast<const char*>(s_->ptr[size_t(r)]);
     out.insert(out.end(), p, p + s_->bytes[size_t(r)]);

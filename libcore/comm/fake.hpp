@@ -33,9 +33,8 @@ class World {
   // In place over every rank's `data` (n elements of `elem` bytes).
   void allreduce(int rank, void* data, size_t n, size_t elem, Combine combine);
   void bcast(int rank, void* data, size_t bytes, int root);
-  // Every rank's `bytes` bytes at `mine`, concatenated in rank order; sizes[r] per rank.
-  std::vector<char> allgatherv(int rank, const void* mine, size_t bytes,
-                               std::vector<size_t>* sizes);
+  // Every rank's `bytes` bytes at `mine`, concatenated in rank order.
+  std::vector<char> allgatherv(int rank, const void* mine, size_t bytes);
   // send: in rank order, send_bytes[r] bytes for rank r; returns what came to `rank`, in rank
   // order, and recv_bytes[r] per rank.
   std::vector<char> alltoallv(int rank, const char* send, const std::vector<size_t>& send_bytes,

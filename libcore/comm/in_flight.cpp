@@ -13,13 +13,15 @@ InFlight::~InFlight() {
 }
 
 void InFlight::add(Request req, std::string label, double bytes) {
-  if (req.pending_) req.wait();  // a fake communicator's: completes here
+  const bool fake = req.pending_ != nullptr;
+  if (fake) req.wait();  // a fake communicator's completes here (comm/fake.hpp)
   reqs_.push_back(req.req_);
   req.req_ = MPI_REQUEST_NULL;  // owned here from now on
   labels_.push_back(std::move(label));
   t0_us_.push_back(trace::now_us());
   bytes_.push_back(bytes);
   ++live_;
+  if (fake) retire({int(reqs_.size()) - 1}, 1);  // done: not live, traced as the others
 }
 
 void InFlight::retire(const std::vector<int>& done, int n) {

@@ -141,7 +141,7 @@ void train_fold_model(const Comm& comm, const std::string& config_yaml, const Tr
                 " samples, scoring ", held.size()));
   TrainOptions o = opt;
   o.seed = data::hash_combine(opt.seed, uint64_t(k + 1));  // each fold its own initialisation
-  const std::string ckpt = cat(plan.ckpt_root, "/fold", k);
+  const std::string ckpt = plan.checkpoint_dir(k);
   // No test evaluation: the fold models only score their fold; the main model's test
   // accuracy is the one reported.
   Trainer t(comm, o, make_source(data, train, o.global_batch, o.seed, comm), data.train,

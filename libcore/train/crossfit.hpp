@@ -72,7 +72,9 @@ struct FoldPlan {
   int folds = 0;
   uint64_t seed = 0;
   std::vector<int32_t> fold;  // [training rows]
-  std::string ckpt_root;      // <checkpoints>/fold<k>/
+  std::string ckpt_root;      // <checkpoints>/
+  // Fold k's checkpoints: <ckpt_root>/fold<k>.
+  std::string checkpoint_dir(int k) const { return cat(ckpt_root, "/fold", k); }
 };
 FoldPlan plan_folds(const TrainInput& data, const TrainOptions& opt, int folds,
                     const std::string& ckpt_root);

@@ -111,7 +111,7 @@ void pretrain_fold(ToolContext& ctx, int k) {
   const FoldPlan plan = plan_folds(data, opt, folds, dir + "/checkpoints");
   OutputSet set(ctx.comm, cat("pretrain-fold", k), dir, fold_files(stem, k));
   // A requeued task continues its checkpoints only when they are of this run.
-  const std::string ckpt = cat(plan.ckpt_root, "/fold", k);
+  const std::string ckpt = plan.checkpoint_dir(k);
   std::string ckpt_run;
   if (ctx.comm.is_root())
     if (const std::string ck = latest_checkpoint(ckpt); !ck.empty()) ckpt_run = run_id_of(ck);
@@ -192,7 +192,7 @@ void pretrain_main(ToolContext& ctx) {
   // With --skip-folds the fold tasks (pretrain --fold k) keep their own checkpoints.
   const bool skip_folds = ctx.has_flag("skip-folds");
   for (int k = 0; k < fold_plan.folds && !skip_folds; ++k)
-    prepare_checkpoint_dir(ctx, cat(ckpt_dir, "/fold", k), resume);
+    prepare_checkpoint_dir(ctx, fold_plan.checkpoint_dir(k), resume);
   const HoldoutSplit split = pretrain_split(data, holdout, opt.seed, dataset);
   const lineage::Lineage from{{{dataset, data.meta.fingerprint}}, data.meta.fingerprint, ""};
   const lineage::Lineage from_early{from.inputs, from.dataset_fingerprint, "early"};
