@@ -3,6 +3,7 @@
 // keep-mask, the matched random control, the per-class table and, where ground truth
 // exists, every detector's score against it (docs/formats.md: sieve.filter/1).
 #include "cluster/program.hpp"
+#include "pipeline/schema.hpp"
 
 int main(int argc, char** argv) {
   sieve::ToolSpec spec{
@@ -14,6 +15,6 @@ int main(int argc, char** argv) {
       "  cluster_filter --input features.h5 --input-dataset /train/features "
       "--set filter.method=gmm\n"
       "  mpirun -n 4 cluster_filter --config run.yaml --set filter.dbscan.auto_eps=true\n"};
-  return sieve::run_tool(argc, argv, spec, sieve::cluster::add_filter_flags,
-                         sieve::cluster::cluster_filter_main);
+  return sieve::run_tool(argc, argv, spec, sieve::pipeline_schema(),
+                         sieve::cluster::add_filter_flags, sieve::cluster::cluster_filter_main);
 }

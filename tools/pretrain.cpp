@@ -1,4 +1,5 @@
 // pretrain: data-parallel training of the feature extractor (docs/training.md).
+#include "pipeline/schema.hpp"
 #include "train/programs.hpp"
 
 int main(int argc, char** argv) {
@@ -9,6 +10,6 @@ int main(int argc, char** argv) {
       "  pretrain --config c.yaml --set pretrain.folds=4 --skip-folds   # the main model, then\n"
       "  pretrain --config c.yaml --set pretrain.folds=4 --fold 2       # one fold model each\n"};
   spec.trace = true;
-  return sieve::run_tool(argc, argv, spec, sieve::train::add_pretrain_flags,
-                         sieve::train::pretrain_main);
+  return sieve::run_tool(argc, argv, spec, sieve::pipeline_schema(),
+                         sieve::train::add_pretrain_flags, sieve::train::pretrain_main);
 }

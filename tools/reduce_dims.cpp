@@ -1,8 +1,9 @@
 // reduce_dims: features -> distributed PCA -> t-SNE (2-D/3-D) -> embedding file.
 // The work lives in libcore/embed (reduce.hpp); see docs/embed.md.
 #include "config/sections.hpp"
-#include "run/tool.hpp"
 #include "embed/reduce.hpp"
+#include "pipeline/schema.hpp"
+#include "run/tool.hpp"
 
 int main(int argc, char** argv) {
   sieve::ToolSpec spec{
@@ -18,10 +19,11 @@ int main(int argc, char** argv) {
         "output", sieve::po::value<std::string>(),
         "embedding file (default: <run.dir>/embedding.h5)");
   };
-  return sieve::run_tool(argc, argv, spec, flags, [](sieve::ToolContext& ctx) {
-    auto paths = sieve::run_paths(ctx.cfg);
-    std::string in = ctx.path_flag("input", paths.features());
-    std::string out = ctx.path_flag("output", paths.embedding());
-    sieve::embed::reduce_dims(ctx.comm, ctx.cfg, in, out, ctx.overwrite);
-  });
+  return sieve::run_tool(argc, argv, spec, sieve::pipeline_schema(), flags,
+                         [](sieve::ToolContext& ctx) {
+                           auto paths = sieve::run_paths(ctx.cfg);
+                           std::string in = ctx.path_flag("input", paths.features());
+                           std::string out = ctx.path_flag("output", paths.embedding());
+                           sieve::embed::reduce_dims(ctx.comm, ctx.cfg, in, out, ctx.overwrite);
+                         });
 }

@@ -2,6 +2,7 @@
 // the CSV behind each figure, an interactive t-SNE page and a-priori scaling estimates.
 #include "report/report.hpp"
 #include "config/sections.hpp"
+#include "pipeline/schema.hpp"
 #include "run/tool.hpp"
 
 int main(int argc, char** argv) {
@@ -18,14 +19,15 @@ int main(int argc, char** argv) {
         "output,o", sieve::po::value<std::string>(),
         "report directory (default: <run-dir>/report)");
   };
-  return sieve::run_tool(argc, argv, spec, flags, [](sieve::ToolContext& ctx) {
-    sieve::RunPaths paths = sieve::run_paths(ctx.cfg);
-    paths.dir = ctx.path_flag("run-dir", paths.dir);
-    sieve::report::ReportOptions o;
-    o.run_dir = paths.dir;
-    o.sweep_dir = ctx.path_flag("sweep-dir", paths.sweep_dir());
-    o.output = ctx.path_flag("output", paths.report_dir());
-    o.overwrite = ctx.overwrite;
-    sieve::report::make_report(ctx.cfg, o, ctx.comm);
-  });
+  return sieve::run_tool(argc, argv, spec, sieve::pipeline_schema(), flags,
+                         [](sieve::ToolContext& ctx) {
+                           sieve::RunPaths paths = sieve::run_paths(ctx.cfg);
+                           paths.dir = ctx.path_flag("run-dir", paths.dir);
+                           sieve::report::ReportOptions o;
+                           o.run_dir = paths.dir;
+                           o.sweep_dir = ctx.path_flag("sweep-dir", paths.sweep_dir());
+                           o.output = ctx.path_flag("output", paths.report_dir());
+                           o.overwrite = ctx.overwrite;
+                           sieve::report::make_report(ctx.cfg, o, ctx.comm);
+                         });
 }

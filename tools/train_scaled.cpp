@@ -1,4 +1,5 @@
 // train_scaled: one run of the large-batch retraining sweep (docs/training.md).
+#include "pipeline/schema.hpp"
 #include "train/programs.hpp"
 
 int main(int argc, char** argv) {
@@ -9,6 +10,6 @@ int main(int argc, char** argv) {
       "  train_scaled --config c.yaml --list-sweep\n"
       "  mpirun -n 8 train_scaled --config c.yaml --sweep-index 5 --resume\n"};
   spec.trace = true;
-  return sieve::run_tool(argc, argv, spec, sieve::train::add_scaled_flags,
+  return sieve::run_tool(argc, argv, spec, sieve::pipeline_schema(), sieve::train::add_scaled_flags,
                          sieve::train::train_scaled_main);
 }

@@ -35,9 +35,6 @@ struct FilterOptions {
   uint64_t seed = 0;  // random_keep and the initialisations
 };
 
-// Read and validate the filter.* keys (UsageError naming the key when out of range).
-FilterOptions filter_options(const Config& cfg);
-
 struct ClassRow {
   int32_t cls = 0;
   int64_t samples = 0, clusters = 0, noise = 0;

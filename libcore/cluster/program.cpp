@@ -13,6 +13,7 @@
 #include "cluster/detectors.hpp"
 #include "cluster/filter.hpp"
 #include "cluster/inputs.hpp"
+#include "cluster/options.hpp"
 #include "config/sections.hpp"
 #include "io/atomic_output.hpp"
 #include "io/h5.hpp"

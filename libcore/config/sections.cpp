@@ -10,32 +10,15 @@ void add_run_keys(ConfigSchema& s) {
   s.add_int("run.seed", 1234, "master random seed (every stage derives its own from it)", 0);
 }
 
-const ConfigSchema& pipeline_schema() {
-  static const ConfigSchema schema = [] {
-    ConfigSchema s;
-    add_run_keys(s);
-    add_data_keys(s);
-    add_pretrain_keys(s);
-    add_features_keys(s);
-    add_embed_keys(s);
-    add_filter_keys(s);
-    add_scaled_keys(s);
-    add_report_keys(s);
-    add_slurm_keys(s);
-    return s;
-  }();
-  return schema;
-}
-
 RunPaths run_paths(const Config& cfg) {
   return RunPaths{cfg.get_string("run.dir")};
 }
 
-std::optional<Config> stored_config(const std::string& path) {
+std::optional<Config> stored_config(const std::string& path, const ConfigSchema& schema) {
   try {
     h5::File f = h5::File::open(path);
     if (!f.has_attr("/", "config")) return std::nullopt;
-    return Config::from_yaml_text(pipeline_schema(), f.attr_string("/", "config"), path);
+    return Config::from_yaml_text(schema, f.attr_string("/", "config"), path);
   } catch (const std::exception&) {
     return std::nullopt;  // no file there, or a config of another schema
   }

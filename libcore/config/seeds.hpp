@@ -6,7 +6,7 @@
 // and runs are compared, resumed and swept on those outputs being bitwise reproducible. A
 // cleaner derivation would be a new value for every run ever made, for no gain in randomness.
 //
-// The filter stage uses run.seed itself (cluster/filter.cpp: k-means and GMM starts), with no
+// The filter stage uses run.seed itself (cluster/options.cpp: k-means and GMM starts), with no
 // derivation.
 #pragma once
 #include <cstdint>

@@ -7,6 +7,7 @@
 #include <map>
 
 #include "config/seeds.hpp"
+#include "embed/options.hpp"
 #include "embed/pca.hpp"
 #include "embed/quality.hpp"
 #include "embed/tsne.hpp"
@@ -56,52 +57,11 @@ FeatureBlock read_features(const Comm& comm, const std::string& path) {
 
 namespace {
 
-// The embed section as this stage reads it.
-struct EmbedSettings {
-  std::string method;  // tsne | pca
-  bool per_class = false;
-  TsneOptions opt;
-  std::string locality;   // embed.tsne.locality_order
-  std::string repulsion;  // embed.tsne.repulsion (auto resolved per group)
-  int64_t pca_components = 0;
-  bool whiten = false;
-  int64_t max_trust = 0;  // embed.quality.trustworthiness_points
-};
-
-EmbedSettings read_settings(const Config& cfg) {
-  EmbedSettings e;
-  e.method = cfg.get_string("embed.method");
-  e.per_class = cfg.get_bool("embed.tsne.per_class");
-  TsneOptions& opt = e.opt;
-  opt.dims = int(cfg.get_int("embed.tsne.dims"));
-  opt.perplexity = cfg.get_float("embed.tsne.perplexity");
-  opt.iterations = int(cfg.get_int("embed.tsne.iterations"));
-  opt.exaggeration = cfg.get_float("embed.tsne.early_exaggeration");
-  opt.exaggeration_iterations = int(cfg.get_int("embed.tsne.exaggeration_iterations"));
-  opt.learning_rate = cfg.get_float("embed.tsne.learning_rate");
-  opt.momentum = cfg.get_float("embed.tsne.momentum");
-  opt.final_momentum = cfg.get_float("embed.tsne.final_momentum");
-  opt.max_step_norm = cfg.get_float("embed.tsne.max_step_norm");
-  opt.theta = cfg.get_float("embed.tsne.theta");
-  opt.pca_init = cfg.get_string("embed.tsne.init") == "pca";
-  opt.seed = derived_seed(cfg, SeedFor::embedding);
-  opt.progress_every = int(cfg.get_int("embed.tsne.progress_every"));
-  opt.knn = parse_knn_method(cfg.get_string("embed.tsne.knn"));
-  e.locality = cfg.get_string("embed.tsne.locality_order");
-  e.repulsion = cfg.get_string("embed.tsne.repulsion");
-  if (e.repulsion == "fft" && opt.dims != 2)
-    throw UsageError("embed.tsne.repulsion=fft needs embed.tsne.dims=2 (use barnes_hut for 3-D)");
-  e.pca_components = cfg.get_int("embed.pca.components");
-  e.whiten = cfg.get_bool("embed.pca.whiten");
-  e.max_trust = cfg.get_int("embed.quality.trustworthiness_points");
-  return e;
-}
-
 using Groups = std::map<int32_t, std::vector<int64_t>>;
 
 // Groups of points embedded together: all, or one per class (sorted by label); each must
 // have enough points for the perplexity.
-Groups make_groups(const EmbedSettings& e, const FeatureBlock& in, const std::string& input) {
+Groups make_groups(const EmbedOptions& e, const FeatureBlock& in, const std::string& input) {
   Groups groups;
   if (e.per_class && e.method == "tsne") {
     for (int64_t i = 0; i < in.N; ++i) groups[in.labels[i]].push_back(i);
@@ -133,7 +93,7 @@ struct Placement {
 };
 
 // PCA: a distributed fit and a local projection (in.x is released after it).
-void project(const Comm& comm, const EmbedSettings& e, FeatureBlock& in, const std::string& input,
+void project(const Comm& comm, const EmbedOptions& e, FeatureBlock& in, const std::string& input,
              Placement& p) {
   p.pca = pca_fit(comm, in.x.data(), in.rows.size(), in.F, e.pca_components, e.whiten);
   const int64_t k = p.pca.components;
@@ -204,7 +164,7 @@ struct Embedded {
   std::string repulsion = "none", knn = "none";  // the methods used (the last group's)
 };
 
-Embedded embed_groups(const Comm& comm, EmbedSettings& e, const Groups& groups, const Placement& p,
+Embedded embed_groups(const Comm& comm, EmbedOptions& e, const Groups& groups, const Placement& p,
                       int64_t N) {
   const int64_t k = p.pca.components;
   const int d = e.opt.dims;
@@ -290,7 +250,7 @@ struct Figures {
   int64_t trust_points = 0;
 };
 
-Figures summarise(const EmbedSettings& e, const Groups& groups, const Placement& p,
+Figures summarise(const EmbedOptions& e, const Groups& groups, const Placement& p,
                   const Embedded& em, int64_t N) {
   Figures fig;
   double kl_weighted = 0.0;
@@ -321,7 +281,7 @@ Figures summarise(const EmbedSettings& e, const Groups& groups, const Placement&
 
 // Written by all ranks together (parallel HDF5): each writes its block of rows, so no rank
 // ever holds the whole [N, k] projection.
-void write_embedding(const Comm& comm, const Config& cfg, const EmbedSettings& e,
+void write_embedding(const Comm& comm, const Config& cfg, const EmbedOptions& e,
                      const FeatureBlock& in, const Placement& p, const Embedded& em,
                      const Figures& fig, const std::string& input, const std::string& output,
                      bool overwrite) {
@@ -384,7 +344,7 @@ void reduce_dims(const Comm& comm, const Config& cfg, const std::string& input,
   auto t_start = std::chrono::steady_clock::now();
   check_output_path(output, overwrite, schema::kEmbedding, {input});
   check_resolved_config_path(config_sidecar_path(output));
-  EmbedSettings e = read_settings(cfg);
+  EmbedOptions e = embed_options(cfg);
   FeatureBlock in = read_features(comm, input);
   const Groups groups = make_groups(e, in, input);
 

@@ -13,7 +13,6 @@
 #include <thread>
 
 #include "config/key_path.hpp"
-#include "config/sections.hpp"
 #include "io/atomic_output.hpp"
 #include "io/cleanup.hpp"
 #include "util/log.hpp"
@@ -153,7 +152,7 @@ std::optional<int> parse_command_line(int argc, char** argv, const po::options_d
 
 // --help, --version and --help-config, printed by rank 0: code 0 when one was asked for.
 std::optional<int> answer_info_flags(const po::options_description& all, const ToolSpec& spec,
-                                     const ToolContext& ctx) {
+                                     const ConfigSchema& schema, const ToolContext& ctx) {
   const bool root = ctx.comm.is_root();
   if (ctx.flags.count("help")) {
     if (root) {
@@ -170,7 +169,7 @@ std::optional<int> answer_info_flags(const po::options_description& all, const T
     return 0;
   }
   if (ctx.flags.count("help-config")) {
-    if (root) std::cout << pipeline_schema().describe();
+    if (root) std::cout << schema.describe();
     return 0;
   }
   return std::nullopt;
@@ -178,13 +177,13 @@ std::optional<int> answer_info_flags(const po::options_description& all, const T
 
 // The config: the schema's defaults, the --config files in order, then each --set. An
 // error is printed once and gives its code.
-std::optional<int> load_config(ToolContext& ctx) {
+std::optional<int> load_config(const ConfigSchema& schema, ToolContext& ctx) {
   try {
     std::vector<std::string> overrides;
     if (ctx.flags.count("set")) overrides = ctx.flags["set"].as<std::vector<std::string>>();
     std::vector<std::string> files;
     if (ctx.flags.count("config")) files = ctx.flags["config"].as<std::vector<std::string>>();
-    ctx.cfg = Config::load(pipeline_schema(), files, overrides);
+    ctx.cfg = Config::load(schema, files, overrides);
     note_config_inputs(files);  // inputs of this run: no output may replace one
   } catch (const Error& e) {
     if (ctx.comm.is_root()) log::error(e.what(), false);
@@ -274,8 +273,8 @@ int run_body(ToolContext& ctx, const ToolBody& body) {
 
 }  // namespace
 
-int run_tool(int argc, char** argv, const ToolSpec& spec, const FlagAdder& add_flags,
-             const ToolBody& body) {
+int run_tool(int argc, char** argv, const ToolSpec& spec, const ConfigSchema& schema,
+             const FlagAdder& add_flags, const ToolBody& body) {
   allow_root_mpi();
   MpiSession mpi(&argc, &argv);
   Comm comm = Comm::world();
@@ -298,8 +297,8 @@ int run_tool(int argc, char** argv, const ToolSpec& spec, const FlagAdder& add_f
 
   ToolContext ctx{comm, Config(), {}, false};
   if (auto code = parse_command_line(argc, argv, all, spec, ctx)) return *code;
-  if (auto code = answer_info_flags(all, spec, ctx)) return *code;
-  if (auto code = load_config(ctx)) return *code;
+  if (auto code = answer_info_flags(all, spec, schema, ctx)) return *code;
+  if (auto code = load_config(schema, ctx)) return *code;
   ctx.overwrite = ctx.flags.count("overwrite") > 0;
   if (ctx.flags.count("trace")) trace::enable(ctx.flag("trace"));
   if (ctx.flags.count("get")) return print_config_key(ctx);

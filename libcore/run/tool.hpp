@@ -2,7 +2,8 @@
 // loading, error reporting and exit codes. A tool's main() is a few lines:
 //
 //   int main(int argc, char** argv) {
-//     return sieve::run_tool(argc, argv, spec, add_flags, [](sieve::ToolContext& ctx) {...});
+//     return sieve::run_tool(argc, argv, spec, sieve::pipeline_schema(), add_flags,
+//                            [](sieve::ToolContext& ctx) {...});
 //   }
 //
 // Common flags: --config FILE.yaml, --set key.path=value (repeatable), --overwrite,
@@ -56,7 +57,9 @@ struct ToolContext {
 using FlagAdder = std::function<void(po::options_description&)>;
 using ToolBody = std::function<void(ToolContext&)>;
 
-int run_tool(int argc, char** argv, const ToolSpec& spec, const FlagAdder& add_flags,
-             const ToolBody& body);
+// `schema`: the keys --config/--set may name and --help-config lists (the pipeline's, from
+// pipeline/schema.hpp, for every Sieve program).
+int run_tool(int argc, char** argv, const ToolSpec& spec, const ConfigSchema& schema,
+             const FlagAdder& add_flags, const ToolBody& body);
 
 }  // namespace sieve

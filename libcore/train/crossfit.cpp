@@ -217,10 +217,11 @@ bool complete_fold_record(const FoldPlan& plan, const std::string& dir, const st
   return true;
 }
 
-std::optional<OutOfFold> load_out_of_fold(const std::string& model_path, const std::string& choice,
+std::optional<OutOfFold> load_out_of_fold(const Config& cfg, const std::string& model_path,
                                           const data::DatasetFile& ds,
                                           const std::string& fingerprint,
                                           const std::string& backend, nn::DType dtype) {
+  const std::string choice = cfg.get_string("features.fold_models");
   const fs::path mp(model_path);
   std::string stem = mp.stem().string();
   if (stem.ends_with("_early")) stem.resize(stem.size() - 6);
@@ -230,7 +231,8 @@ std::optional<OutOfFold> load_out_of_fold(const std::string& model_path, const s
   if (!fs::exists(info_path)) {
     // A run configured for folds whose fold models are not all trained yet (the Slurm job
     // array of `pretrain --fold k` unfinished): in-sample probabilities would pass silently.
-    const std::optional<Config> made_by = stored_config((dir / (stem + ".h5")).string());
+    const std::optional<Config> made_by =
+        stored_config((dir / (stem + ".h5")).string(), cfg.schema());
     const int want = made_by ? int(made_by->get_int("pretrain.folds")) : 0;
     SIEVE_CHECK(want < 2, info_path, ": missing, although ", (dir / (stem + ".h5")).string(),
                 " was trained with pretrain.folds=", want,

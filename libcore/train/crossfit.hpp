@@ -106,9 +106,10 @@ struct OutOfFold {
   std::vector<std::unique_ptr<nn::Model>> models;  // [folds]
   std::vector<std::string> paths;                  // [folds]
 };
-// Null when choice is off or no fold set lies beside the model. Error when the set is
-// incomplete, of another run than `model_path`, or of another dataset than `ds`.
-std::optional<OutOfFold> load_out_of_fold(const std::string& model_path, const std::string& choice,
+// Null when features.fold_models (in `cfg`) is off or no fold set lies beside the model.
+// Error when the set is incomplete, of another run than `model_path`, or of another dataset
+// than `ds`.
+std::optional<OutOfFold> load_out_of_fold(const Config& cfg, const std::string& model_path,
                                           const data::DatasetFile& ds,
                                           const std::string& fingerprint,
                                           const std::string& backend, nn::DType dtype);

@@ -38,7 +38,7 @@
 
 namespace sieve::train {
 
-// `<section>.comm.*` (schema_pretrain.cpp add_trainer_keys).
+// `<section>.comm.*` (add_trainer_keys, train/options.cpp).
 struct CommOptions {
   std::string strategy = "buckets";  // buckets | fusion-queue | parameter-server
   double bucket_mb = 4.0;            // buckets; also the parameter server's push/pull pieces

@@ -208,8 +208,8 @@ void extract_features_main(ToolContext& ctx) {
   const data::DatasetFile ds = data::DatasetFile::open(dataset);
   // Cross-fitted fold models beside the model (pretrain.folds): the training split's
   // probabilities out of fold. The features stay the model's: K models embed in K spaces.
-  const std::optional<OutOfFold> oof = load_out_of_fold(
-      model_path, ctx.cfg.get_string("features.fold_models"), ds, meta.fingerprint, backend, dtype);
+  const std::optional<OutOfFold> oof =
+      load_out_of_fold(ctx.cfg, model_path, ds, meta.fingerprint, backend, dtype);
   if (oof)
     log::info(cat("training probabilities out of fold: ", oof->folds, " ", oof->choice,
                   " fold models (", fs::path(oof->paths.front()).filename().string(), " ...)"));

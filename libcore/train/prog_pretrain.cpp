@@ -75,7 +75,7 @@ void check_main_model(const ToolContext& ctx, const std::string& model, const Tr
   SIEVE_CHECK(trained_on == data.meta.fingerprint, model, ": trained on another dataset (",
               trained_on, ") than ", data.path, " (", data.meta.fingerprint,
               "); run pretrain --skip-folds again");
-  const std::optional<Config> main_cfg = stored_config(model);
+  const std::optional<Config> main_cfg = stored_config(model, ctx.cfg.schema());
   // What makes the models: run.seed and pretrain.*, but not when checkpoints are written.
   const auto section = [](const Config& c) {
     std::string out = c.to_yaml("run.seed");

@@ -53,56 +53,6 @@ void exit_for_requeue(const Comm& comm, const std::string& checkpoint) {
   std::exit(kExitRequeue);
 }
 
-TrainOptions read_train_options(const Config& cfg, const std::string& p) {
-  TrainOptions o;
-  o.spec = nn::model_spec_from(cfg, p);
-  o.spec.backend = cfg.get_string(p + ".backend");
-  std::string note;
-  o.spec.dtype = nn::resolve_precision(cfg.get_string(p + ".precision"), o.spec.backend,
-                                       p + ".precision", &note);
-  if (!note.empty()) log::info(note);
-  o.epochs = cfg.get_int(p + ".epochs");
-  o.global_batch = cfg.get_int(p + ".global_batch");
-  o.micro_batch = cfg.get_int(p + ".micro_batch");
-  const int64_t seed = cfg.get_int(p + ".seed");
-  o.seed = seed > 0 ? uint64_t(seed) : derived_seed(cfg, SeedFor::training, p);
-  o.augment = cfg.get_bool(p + ".augment");
-  o.label_smoothing = float(cfg.get_float(p + ".label_smoothing"));
-  o.opt.momentum = cfg.get_float(p + ".optimizer.momentum");
-  o.opt.nesterov = cfg.get_bool(p + ".optimizer.nesterov");
-  o.opt.weight_decay = cfg.get_float(p + ".optimizer.weight_decay");
-  o.opt.decoupled = cfg.get_bool(p + ".optimizer.decoupled");
-  o.opt.decay_bn_bias = cfg.get_bool(p + ".optimizer.decay_bn_bias");
-  // LARS when asked for, or by batch size: at and above optimizer.lars_from_batch (0: never)
-  // layer-wise trust ratios keep very large batches from diverging (You et al. 2017).
-  const int64_t lars_from = cfg.get_int(p + ".optimizer.lars_from_batch");
-  o.opt.lars =
-      cfg.get_bool(p + ".optimizer.lars") || (lars_from > 0 && o.global_batch >= lars_from);
-  o.opt.lars_eta = cfg.get_float(p + ".optimizer.lars_eta");
-  o.sched.base_lr = cfg.get_float(p + ".optimizer.lr");
-  o.sched.ref_batch = cfg.get_int(p + ".schedule.ref_batch");
-  o.sched.scaling = parse_scaling(cfg.get_string(p + ".schedule.scaling"));
-  o.sched.warmup_epochs = cfg.get_float(p + ".schedule.warmup_epochs");
-  o.sched.decay = parse_decay(cfg.get_string(p + ".schedule.decay"));
-  o.sched.milestones = cfg.get_int_list(p + ".schedule.milestones");
-  o.sched.gamma = cfg.get_float(p + ".schedule.gamma");
-  o.ckpt_every_steps = cfg.get_int(p + ".checkpoint.every_steps");
-  o.ckpt_every_epochs = cfg.get_int(p + ".checkpoint.every_epochs");
-  o.ckpt_keep = cfg.get_int(p + ".checkpoint.keep");
-  o.eval_batch = cfg.get_int(p + ".eval_batch");
-  o.eval_every = cfg.get_int(p + ".eval_every");
-  o.comm.strategy = cfg.get_string(p + ".comm.strategy");
-  o.comm.bucket_mb = cfg.get_float(p + ".comm.bucket_mb");
-  o.comm.cycle_ms = cfg.get_float(p + ".comm.cycle_ms");
-  o.comm.fusion_mb = cfg.get_float(p + ".comm.fusion_mb");
-  o.comm.servers = int(cfg.get_int(p + ".comm.servers"));
-  o.comm.mode = cfg.get_string(p + ".comm.mode");
-  o.comm.max_staleness = int(cfg.get_int(p + ".comm.max_staleness"));
-  o.comm.stale_compensation = cfg.get_string(p + ".comm.stale_compensation");
-  check_comm_options(o.comm, p);
-  return o;
-}
-
 Trainer::Trainer(const Comm& comm, TrainOptions opt, std::unique_ptr<SampleSource> source,
                  const SplitData& train, EvalSplit test, const DatasetMeta& meta,
                  std::string ckpt_dir, std::string metrics_path, std::string config_yaml)

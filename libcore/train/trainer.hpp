@@ -29,24 +29,10 @@
 #include "train/grad_sync.hpp"
 #include "train/loader.hpp"
 #include "train/optimizer.hpp"
+#include "train/options.hpp"
 #include "train/stream.hpp"
 
 namespace sieve::train {
-
-// Everything read from a training section (pretrain.* or scaled.*).
-struct TrainOptions {
-  nn::ModelSpec spec;  // arch/width/stem/hidden; input dims and classes come from the data
-  OptimizerOptions opt;
-  ScheduleOptions sched;  // epochs/steps_per_epoch/global_batch filled in by the trainer
-  int64_t epochs = 1, global_batch = 1, micro_batch = 0;
-  uint64_t seed = 1;
-  bool augment = true;
-  float label_smoothing = 0.0f;
-  int64_t ckpt_every_steps = 0, ckpt_every_epochs = 1, ckpt_keep = 2;
-  int64_t eval_batch = 256, eval_every = 1;
-  CommOptions comm;  // gradient communication strategy (comm.*)
-};
-TrainOptions read_train_options(const Config& cfg, const std::string& prefix);
 
 struct TrainResult {
   double final_test_acc = -1, best_test_acc = -1, final_test_loss = -1;

@@ -5,7 +5,7 @@
 #include <string>
 
 #include "config/config.hpp"
-#include "config/sections.hpp"
+#include "pipeline/schema.hpp"
 #include "util/error.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

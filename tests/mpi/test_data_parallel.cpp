@@ -8,13 +8,13 @@
 #include <fstream>
 
 #include "comm/comm.hpp"
-#include "config/sections.hpp"
 #include "data/dataset_file.hpp"
+#include "data/rng.hpp"
 #include "data/source.hpp"
 #include "data/synthetic.hpp"
-#include "data/rng.hpp"
 #include "data/writer.hpp"
 #include "io/lineage.hpp"
+#include "pipeline/schema.hpp"
 #include "support/test_util.hpp"
 
 using namespace sieve;
@@ -23,10 +23,11 @@ using namespace sieve::data;
 namespace {
 
 Config synthetic_config(const std::vector<std::string>& extra = {}) {
-  std::vector<std::string> ov = {"data.synthetic.classes=4",       "data.synthetic.train_per_class=53",
-                                 "data.synthetic.test_per_class=5", "data.synthetic.height=9",
-                                 "data.synthetic.width=11",         "data.synthetic.label_noise=0.1",
-                                 "data.synthetic.outliers=0.1",     "data.seed=21"};
+  std::vector<std::string> ov = {
+      "data.synthetic.classes=4",        "data.synthetic.train_per_class=53",
+      "data.synthetic.test_per_class=5", "data.synthetic.height=9",
+      "data.synthetic.width=11",         "data.synthetic.label_noise=0.1",
+      "data.synthetic.outliers=0.1",     "data.seed=21"};
   ov.insert(ov.end(), extra.begin(), extra.end());
   return Config::load(pipeline_schema(), "", ov);
 }
@@ -55,8 +56,9 @@ void expect_matches_generator(const std::string& path, const SyntheticSpec& spec
       EXPECT_EQ(labels[size_t(i)], smp.label);
       EXPECT_EQ(truth[size_t(i)], smp.noise != kNoiseClean ? 1 : 0);
       EXPECT_EQ(ids[size_t(i)], (s == Split::Train ? 0 : g.rows(Split::Train)) + i);
-      fp.add_row(hash3(lineage::hash_bytes(want.data(), size_t(rb), uint64_t(i) * 2 + (s == Split::Test)),
-                       uint64_t(uint32_t(smp.label)), uint64_t(ids[size_t(i)])));
+      fp.add_row(
+          hash3(lineage::hash_bytes(want.data(), size_t(rb), uint64_t(i) * 2 + (s == Split::Test)),
+                uint64_t(uint32_t(smp.label)), uint64_t(ids[size_t(i)])));
       if (s == Split::Train)
         for (int64_t p = 0; p < rb; ++p) {
           int c = int(p % 3);
@@ -123,7 +125,8 @@ TEST(DataParallel, CsvTableWrittenByAllRanks) {
   if (comm.is_root()) {
     std::ofstream f(dir + "/t.csv");
     f << "x0,x1,x2,label\n";
-    for (int i = 0; i < rows; ++i) f << i << "," << i * 0.5 << "," << -i << "," << (i % 3 == 0 ? "a" : "b") << "\n";
+    for (int i = 0; i < rows; ++i)
+      f << i << "," << i * 0.5 << "," << -i << "," << (i % 3 == 0 ? "a" : "b") << "\n";
   }
   comm.barrier();
   auto src = open_csv(dir + "/t.csv", "label", 0.25, 5, {}, comm);
@@ -154,7 +157,9 @@ TEST(DataParallel, CsvTableWrittenByAllRanks) {
 TEST(DataParallel, ErrorsAreAgreedOnEveryRank) {
   Comm comm = Comm::world();
   // The lowest failing rank's message reaches every rank.
-  std::string msg = comm.size() > 1 ? (comm.rank() >= 1 ? "boom on rank " + std::to_string(comm.rank()) : "") : "boom on rank 1";
+  std::string msg = comm.size() > 1
+                        ? (comm.rank() >= 1 ? "boom on rank " + std::to_string(comm.rank()) : "")
+                        : "boom on rank 1";
   try {
     agree_on_error(comm, msg);
     ADD_FAILURE() << "agree did not throw";

@@ -10,7 +10,7 @@
 #include "cluster/detect.hpp"
 #include "cluster/detectors.hpp"
 #include "cluster/inputs.hpp"
-#include "config/sections.hpp"
+#include "pipeline/schema.hpp"
 #include "util/error.hpp"
 
 using namespace sieve;

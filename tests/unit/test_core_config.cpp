@@ -5,7 +5,7 @@
 
 #include "config/config.hpp"
 #include "config/key_path.hpp"
-#include "config/sections.hpp"
+#include "pipeline/schema.hpp"
 #include "support/test_util.hpp"
 #include "util/error.hpp"
 
@@ -43,7 +43,8 @@ std::string error_of(const ConfigSchema& s, const std::string& file, std::vector
 TEST(Config, DefaultsFileAndOverridesApplyInOrder) {
   auto s = small_schema();
   auto path = write_yaml("order", "train:\n  batch: 64\n  model: mlp\n");
-  Config c = Config::load(s, path, {"train.batch=32", "train.nesterov=true", "sweep.batches=[16,32,64]"});
+  Config c =
+      Config::load(s, path, {"train.batch=32", "train.nesterov=true", "sweep.batches=[16,32,64]"});
   EXPECT_EQ(c.get_int("train.batch"), 32);
   EXPECT_EQ(c.get_string("train.model"), "mlp");
   EXPECT_DOUBLE_EQ(c.get_float("train.lr"), 0.1);
@@ -107,9 +108,12 @@ TEST(Config, PipelineSchemaHasEverySectionAndLoadsShippedConfigs) {
 
 TEST(Config, LayeredFilesReplaceTreesWholeAndLaterKeysWin) {
   auto s = small_schema();
-  auto base = write_yaml("layer_base", "train:\n  batch: 64\n  lr: 0.2\nsweep:\n  grid:\n    arm: [full]\n    seed: [1, 2]\n");
+  auto base = write_yaml(
+      "layer_base",
+      "train:\n  batch: 64\n  lr: 0.2\nsweep:\n  grid:\n    arm: [full]\n    seed: [1, 2]\n");
   std::string dir = test::scratch_dir("layer_top");
-  std::ofstream(dir + "/top.yaml") << "train:\n  batch: 16\nsweep:\n  grid:\n    global_batch: [8, 16]\n";
+  std::ofstream(dir + "/top.yaml")
+      << "train:\n  batch: 16\nsweep:\n  grid:\n    global_batch: [8, 16]\n";
   Config c = Config::load(s, std::vector<std::string>{base, dir + "/top.yaml"}, {});
   EXPECT_EQ(c.get_int("train.batch"), 16);
   EXPECT_DOUBLE_EQ(c.get_float("train.lr"), 0.2);

@@ -5,8 +5,8 @@
 #include <gtest/gtest.h>
 
 #include "config/config.hpp"
-#include "config/sections.hpp"
 #include "config/seeds.hpp"
+#include "pipeline/schema.hpp"
 
 using namespace sieve;
 

@@ -2,8 +2,8 @@
 // issue 26 defect 2): the keys a result records, and why one of an earlier grid is stale.
 #include <gtest/gtest.h>
 
-#include "config/sections.hpp"
 #include "config/sweep.hpp"
+#include "pipeline/schema.hpp"
 
 using namespace sieve;
 

@@ -9,9 +9,9 @@
 #include <random>
 #include <set>
 
-#include "config/sections.hpp"
 #include "data/label_noise.hpp"
 #include "data/quick_model.hpp"
+#include "pipeline/schema.hpp"
 #include "test_data_util.hpp"
 
 using namespace sieve;
@@ -51,7 +51,9 @@ struct Images {
   std::vector<double> t;  // the overlap case: each image's position along the class axis
 };
 
-uint8_t clamp_px(double v) { return uint8_t(std::clamp(std::lround(v), 0L, 255L)); }
+uint8_t clamp_px(double v) {
+  return uint8_t(std::clamp(std::lround(v), 0L, 255L));
+}
 
 // Four classes of unequal sizes; classes 1 and 2 differ by one faint pixel, so a model
 // confuses them with each other far more than with anything else.
@@ -114,7 +116,8 @@ struct Result {
 };
 
 Result inject(const Images& im, int64_t classes, const LabelNoiseOptions& opt) {
-  auto src = with_label_noise(std::make_unique<MemorySource>(im.px, im.labels, classes), opt, Comm::world());
+  auto src = with_label_noise(std::make_unique<MemorySource>(im.px, im.labels, classes), opt,
+                              Comm::world());
   Result r;
   r.meta = src->meta();
   const size_t n = im.labels.size();
@@ -130,7 +133,8 @@ Result inject(const Images& im, int64_t classes, const LabelNoiseOptions& opt) {
   src->produce(Split::Train, 0, int64_t(n), rows);
   EXPECT_EQ(px, im.px);
   EXPECT_EQ(r.clean, im.labels);
-  for (size_t i = 0; i < n; ++i) EXPECT_EQ(r.noise[i] == kNoiseLabel, r.labels[i] != r.clean[i]) << i;
+  for (size_t i = 0; i < n; ++i)
+    EXPECT_EQ(r.noise[i] == kNoiseLabel, r.labels[i] != r.clean[i]) << i;
   return r;
 }
 
@@ -145,9 +149,11 @@ LabelNoiseOptions options(const std::string& kind, double rate, uint64_t seed) {
 }  // namespace
 
 TEST(DataLabelNoise, ProportionalCountsAreExactAndLargestRemaindersFirst) {
-  EXPECT_EQ(proportional_counts({10, 20, 30}, 7), (std::vector<int64_t>{1, 2, 4}));  // 1.17 2.33 3.5
+  EXPECT_EQ(proportional_counts({10, 20, 30}, 7),
+            (std::vector<int64_t>{1, 2, 4}));  // 1.17 2.33 3.5
   EXPECT_EQ(proportional_counts({60, 100, 140, 100}, 100), (std::vector<int64_t>{15, 25, 35, 25}));
-  EXPECT_EQ(proportional_counts({1, 1, 1}, 2), (std::vector<int64_t>{1, 1, 0}));  // ties: lower class
+  EXPECT_EQ(proportional_counts({1, 1, 1}, 2),
+            (std::vector<int64_t>{1, 1, 0}));  // ties: lower class
   EXPECT_EQ(proportional_counts({0, 5}, 5), (std::vector<int64_t>{0, 5}));
   EXPECT_EQ(proportional_counts({0, 0}, 0), (std::vector<int64_t>{0, 0}));
 }
@@ -250,7 +256,8 @@ TEST(DataLabelNoise, ConfigFormsOldShorthandAndMap) {
   EXPECT_EQ(o.rate, 0.3);
   EXPECT_EQ(o.seed, 9u);  // data.label_noise.seed -1: data.seed
   Config map = Config::from_yaml_text(
-      s, "data: {label_noise: {rate: 0.2, kind: pairwise, seed: 4, pairs: {0: 6, 6: 0, 2: 4}}}", "test");
+      s, "data: {label_noise: {rate: 0.2, kind: pairwise, seed: 4, pairs: {0: 6, 6: 0, 2: 4}}}",
+      "test");
   o = label_noise_options(map);
   EXPECT_EQ(o.seed, 4u);
   EXPECT_EQ(o.pairs, (std::vector<std::pair<int64_t, int64_t>>{{0, 6}, {6, 0}, {2, 4}}));
@@ -265,13 +272,16 @@ TEST(DataLabelNoise, ToolSameFlipsOnAnyRankCount) {
   IdxSet src = make_idx(dir + "/in", 300, 20, 8, 8, false);
   std::string out;
   for (const std::string kind : {"pairwise", "instance"}) {
-    const std::string args = cat("--set data.source=mnist --input ", dir, "/in --set data.seed=7 ",
-                                 "--set data.label_noise.rate=0.2 --set data.label_noise.kind=", kind,
-                                 " --set data.chunk_samples=16 -o ", dir, "/", kind);
+    const std::string args =
+        cat("--set data.source=mnist --input ", dir, "/in --set data.seed=7 ",
+            "--set data.label_noise.rate=0.2 --set data.label_noise.kind=", kind,
+            " --set data.chunk_samples=16 -o ", dir, "/", kind);
     ASSERT_EQ(shard(args + "1.h5", &out), 0) << out;
-    EXPECT_NE(out.find("label noise: " + kind + ", rate 0.2, seed 7: 60 of 300"), std::string::npos) << out;
+    EXPECT_NE(out.find("label noise: " + kind + ", rate 0.2, seed 7: 60 of 300"), std::string::npos)
+        << out;
     ASSERT_EQ(shard(args + "3.h5", &out, 3), 0) << out;
-    h5::File a = h5::File::open(cat(dir, "/", kind, "1.h5")), b = h5::File::open(cat(dir, "/", kind, "3.h5"));
+    h5::File a = h5::File::open(cat(dir, "/", kind, "1.h5")),
+             b = h5::File::open(cat(dir, "/", kind, "3.h5"));
     const auto labels = a.read_all<int32_t>("/train/labels");
     EXPECT_EQ(b.read_all<int32_t>("/train/labels"), labels);
     EXPECT_EQ(b.read_all<uint8_t>("/train/noise_truth"), a.read_all<uint8_t>("/train/noise_truth"));
@@ -294,15 +304,19 @@ TEST(DataLabelNoise, ToolSameFlipsOnAnyRankCount) {
 TEST(DataLabelNoise, ToolSyntheticTruthIsTheUnion) {
   std::string dir = test::scratch_dir("data_label_noise_synth");
   std::string out;
-  const std::string args = cat("--set data.synthetic.train_per_class=60 --set data.synthetic.test_per_class=2 ",
-                               "--set data.synthetic.height=12 --set data.synthetic.width=12 ",
-                               "--set data.label_noise.rate=0.2 --set data.label_noise.kind=pairwise -o ", dir);
+  const std::string args =
+      cat("--set data.synthetic.train_per_class=60 --set data.synthetic.test_per_class=2 ",
+          "--set data.synthetic.height=12 --set data.synthetic.width=12 ",
+          "--set data.label_noise.rate=0.2 --set data.label_noise.kind=pairwise -o ", dir);
   ASSERT_EQ(shard(args + "/s.h5", &out), 0) << out;
   ASSERT_EQ(shard(args + "/s2.h5", &out, 2), 0) << out;
   h5::File f = h5::File::open(dir + "/s.h5");
-  EXPECT_EQ(h5::File::open(dir + "/s2.h5").read_all<int32_t>("/train/labels"), f.read_all<int32_t>("/train/labels"));
-  const auto labels = f.read_all<int32_t>("/train/labels"), clean = f.read_all<int32_t>("/train/clean_labels");
-  const auto truth = f.read_all<uint8_t>("/train/noise_truth"), kind = f.read_all<uint8_t>("/train/noise_kind");
+  EXPECT_EQ(h5::File::open(dir + "/s2.h5").read_all<int32_t>("/train/labels"),
+            f.read_all<int32_t>("/train/labels"));
+  const auto labels = f.read_all<int32_t>("/train/labels"),
+             clean = f.read_all<int32_t>("/train/clean_labels");
+  const auto truth = f.read_all<uint8_t>("/train/noise_truth"),
+             kind = f.read_all<uint8_t>("/train/noise_kind");
   const auto pairs = f.attr_ints("/", "label_noise_pairs");
   ASSERT_EQ(pairs.size(), 10u);
   int64_t changed = 0, outliers = 0, to_partner = 0;

@@ -18,10 +18,10 @@
 #include <vector>
 
 #include "config/config.hpp"
-#include "config/sections.hpp"
 #include "embed/knn.hpp"
 #include "embed/knn_approx.hpp"
 #include "embed/knn_ivf_blocks.hpp"
+#include "pipeline/schema.hpp"
 #include "util/error.hpp"
 
 using namespace sieve;

@@ -7,7 +7,7 @@
 #include <map>
 
 #include "comm/calibration.hpp"
-#include "config/sections.hpp"
+#include "pipeline/schema.hpp"
 #include "report/estimates.hpp"
 #include "report/sections.hpp"
 #include "report/timeline.hpp"

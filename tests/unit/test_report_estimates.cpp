@@ -5,7 +5,7 @@
 
 #include <cmath>
 
-#include "config/sections.hpp"
+#include "pipeline/schema.hpp"
 #include "report/estimates.hpp"
 #include "report/plot.hpp"
 

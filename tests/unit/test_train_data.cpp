@@ -6,12 +6,12 @@
 #include <map>
 #include <set>
 
-#include "config/sections.hpp"
+#include "config/sweep.hpp"
+#include "pipeline/schema.hpp"
 #include "support/test_util.hpp"
 #include "test_train_util.hpp"
 #include "train/holdout.hpp"
 #include "train/loader.hpp"
-#include "config/sweep.hpp"
 
 using namespace sieve;
 using namespace sieve::train;
@@ -39,7 +39,7 @@ TEST(TrainData, GlobalOrderDoesNotDependOnRankCount) {
   }
   Sampler s(active, 16, 42);
   EXPECT_NE(s.rank_part(0, 0, 0, 1), s.rank_part(1, 0, 0, 1));  // reshuffled per epoch
-  Sampler whole(active, 103, 42);  // a batch of all the data: one step
+  Sampler whole(active, 103, 42);                               // a batch of all the data: one step
   EXPECT_EQ(whole.steps_per_epoch(), 1);
   EXPECT_EQ(whole.rank_part(0, 0, 1, 2).size(), 51u);
   // A global batch larger than the data is refused, not clamped (it used to train at 103
@@ -90,7 +90,8 @@ TEST(TrainData, ReadSplitNormalisesAndAugmentsByShiftAndFlip) {
             for (int y = 0; y < 8 && ok; ++y)
               for (int x = 0; x < 8 && ok; ++x) {
                 int sx = (flip ? 7 - x : x) + dx, sy = y + dy;
-                double ref = (sy < 0 || sy >= 8 || sx < 0 || sx >= 8) ? -2.0 : px(idx[i], c, sy, sx);
+                double ref =
+                    (sy < 0 || sy >= 8 || sx < 0 || sx >= 8) ? -2.0 : px(idx[i], c, sy, sx);
                 ok = std::abs(aug.x[((size_t(i) * 3 + c) * 8 + y) * 8 + x] - ref) < 1e-5;
               }
           found = ok;
@@ -145,10 +146,10 @@ TEST(TrainData, KeepMaskJoinsOnSampleId) {
 }
 
 TEST(TrainData, SweepExpandsInFixedOrder) {
-  Config cfg = Config::load(pipeline_schema(), "",
-                            {"scaled.sweep.arm=[full,filtered,random]", "scaled.sweep.seed=[1,2]",
-                             "scaled.sweep.global_batch=[16,256]",
-                             "scaled.sweep.weight_decay=[0.005]"});
+  Config cfg =
+      Config::load(pipeline_schema(), "",
+                   {"scaled.sweep.arm=[full,filtered,random]", "scaled.sweep.seed=[1,2]",
+                    "scaled.sweep.global_batch=[16,256]", "scaled.sweep.weight_decay=[0.005]"});
   Sweep s(cfg);
   ASSERT_EQ(s.size(), 12);
   ASSERT_EQ(s.axes().size(), 4u);

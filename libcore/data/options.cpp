@@ -1,4 +1,4 @@
-#include "config/sections.hpp"
+#include "data/options.hpp"
 
 namespace sieve {
 
@@ -14,9 +14,10 @@ void add_data_keys(ConfigSchema& s) {
   s.add_string_list("data.class_names", {},
                     "class names to record instead of the source's own (e.g. Fashion-MNIST's); "
                     "labels must lie in 0..len-1");
-  s.add_int("data.seed", -1,
-            "seed of the synthetic generator and the CSV train/test split (-1: derived from run.seed)",
-            -1);
+  s.add_int(
+      "data.seed", -1,
+      "seed of the synthetic generator and the CSV train/test split (-1: derived from run.seed)",
+      -1);
   // Injected label noise, for every source (docs/data.md "Injected label noise").
   s.add_float("data.label_noise.rate", 0.0,
               "fraction of the training labels flipped by shard_dataset and recorded as "
@@ -54,8 +55,7 @@ void add_data_keys(ConfigSchema& s) {
   s.add_float("data.csv.test_fraction", 0.2,
               "CSV: fraction of rows held out as test set (stratified by class)", 0.0, 0.9);
   s.add_int("data.folder.size", 224,
-            "folder: side of the square images written (the centre crop after resizing)", 4,
-            4096);
+            "folder: side of the square images written (the centre crop after resizing)", 4, 4096);
   s.add_int("data.folder.resize", 0,
             "folder: the shorter side is resized to this before the centre crop (0: "
             "data.folder.size; torchvision's Resize(256) + CenterCrop(224) is resize 256, size "

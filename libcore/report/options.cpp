@@ -1,4 +1,4 @@
-#include "config/sections.hpp"
+#include "report/options.hpp"
 
 namespace sieve {
 

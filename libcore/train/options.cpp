@@ -1,10 +1,14 @@
-#include "config/sections.hpp"
+#include "train/options.hpp"
+
+#include "config/seeds.hpp"
+#include "nn/backend.hpp"
+#include "util/log.hpp"
 
 namespace sieve {
 
 // The keys shared by every training section (pretrain.*, scaled.*): model, optimizer,
-// schedule, batch, checkpoints. Declared once here so both stages stay in step; the
-// trainer (read_train_options, libcore/train/trainer.cpp) reads them under the same prefix.
+// schedule, batch, checkpoints. Declared once here so both stages stay in step;
+// read_train_options (below) reads them under the same prefix.
 void add_trainer_keys(ConfigSchema& s, const std::string& p, const std::string& arch,
                       int64_t epochs, int64_t global_batch, double lr, int64_t ref_batch,
                       double warmup_epochs, int64_t lars_from_batch) {
@@ -120,4 +124,104 @@ void add_pretrain_keys(ConfigSchema& s) {
             0, 64);
 }
 
+// Keys of the 'scaled' section: the large-batch retraining (tools/train_scaled) and its
+// sweep grid. Model/optimizer/schedule keys are the same as pretrain's.
+void add_scaled_keys(ConfigSchema& s) {
+  // The sweep changes the batch, so the recipe follows it by default: optimizer.lr holds at
+  // batch 256 and scales by schedule.scaling (auto) with one warm-up epoch (Goyal et al.),
+  // and batches of 4096 and more train with LARS (You et al.); docs/training.md.
+  add_trainer_keys(s, "scaled", "resnet18", 30, 256, 0.1, 256, 1.0, 4096);
+  s.add_string("scaled.arm", "full",
+               "training data: full, filtered (filter /keep) or random (filter /random_keep)",
+               {"full", "filtered", "random"});
+  s.add_tree("scaled.sweep",
+             "sweep grid: key -> list of values (keys: global_batch, arm, seed, weight_decay, "
+             "lr, or any scaled.* key path); expanded as a cartesian product, see "
+             "docs/training.md");
+}
+
+// Keys of the 'features' section: extract_features.
+void add_features_keys(ConfigSchema& s) {
+  s.add_int("features.batch", 256, "samples per forward pass (per rank)", 1);
+  s.add_bool("features.test", true, "also extract the test split");
+  s.add_int("features.block_samples", 0,
+            "samples each rank reads, embeds and writes at a time (0: about 64 MiB of input "
+            "samples, a multiple of features.batch): a rank's memory stays one block plus the "
+            "model, whatever the dataset's size",
+            0);
+  s.add_string("features.backend", "cpu", "compute backend of the forward passes: cpu, cuda or ref",
+               {"cpu", "cuda", "ref"});
+  s.add_string(
+      "features.precision", "auto",
+      "activation precision of the forward passes: auto (bf16 where native and faster than "
+      "fp32), bf16 or "
+      "fp32 (features are written in fp32 either way)",
+      {"auto", "bf16", "fp32"});
+  s.add_string("features.model", "auto",
+               "which pretrained model to embed with: early (pretrain/model_early.h5, the "
+               "held-out accuracy peak), final (pretrain/model.h5), or auto (early when pretrain "
+               "wrote one, else final; the choice is logged and recorded); --model overrides",
+               {"auto", "early", "final"});
+  s.add_string("features.fold_models", "early",
+               "where pretrain wrote cross-fitted fold models (pretrain.folds >= 2): /train/probs "
+               "are out-of-fold, each training sample scored by the fold model that never trained "
+               "on it, taken at its fold's held-out peak (early) or at the end of its schedule "
+               "(final); off: in-sample probabilities of the model above. Features and test "
+               "probabilities always come from that model (docs/detection.md)",
+               {"early", "final", "off"});
+}
+
+namespace train {
+
+TrainOptions read_train_options(const Config& cfg, const std::string& p) {
+  TrainOptions o;
+  o.spec = nn::model_spec_from(cfg, p);
+  o.spec.backend = cfg.get_string(p + ".backend");
+  std::string note;
+  o.spec.dtype = nn::resolve_precision(cfg.get_string(p + ".precision"), o.spec.backend,
+                                       p + ".precision", &note);
+  if (!note.empty()) log::info(note);
+  o.epochs = cfg.get_int(p + ".epochs");
+  o.global_batch = cfg.get_int(p + ".global_batch");
+  o.micro_batch = cfg.get_int(p + ".micro_batch");
+  const int64_t seed = cfg.get_int(p + ".seed");
+  o.seed = seed > 0 ? uint64_t(seed) : derived_seed(cfg, SeedFor::training, p);
+  o.augment = cfg.get_bool(p + ".augment");
+  o.label_smoothing = float(cfg.get_float(p + ".label_smoothing"));
+  o.opt.momentum = cfg.get_float(p + ".optimizer.momentum");
+  o.opt.nesterov = cfg.get_bool(p + ".optimizer.nesterov");
+  o.opt.weight_decay = cfg.get_float(p + ".optimizer.weight_decay");
+  o.opt.decoupled = cfg.get_bool(p + ".optimizer.decoupled");
+  o.opt.decay_bn_bias = cfg.get_bool(p + ".optimizer.decay_bn_bias");
+  // LARS when asked for, or by batch size: at and above optimizer.lars_from_batch (0: never)
+  // layer-wise trust ratios keep very large batches from diverging (You et al. 2017).
+  const int64_t lars_from = cfg.get_int(p + ".optimizer.lars_from_batch");
+  o.opt.lars =
+      cfg.get_bool(p + ".optimizer.lars") || (lars_from > 0 && o.global_batch >= lars_from);
+  o.opt.lars_eta = cfg.get_float(p + ".optimizer.lars_eta");
+  o.sched.base_lr = cfg.get_float(p + ".optimizer.lr");
+  o.sched.ref_batch = cfg.get_int(p + ".schedule.ref_batch");
+  o.sched.scaling = parse_scaling(cfg.get_string(p + ".schedule.scaling"));
+  o.sched.warmup_epochs = cfg.get_float(p + ".schedule.warmup_epochs");
+  o.sched.decay = parse_decay(cfg.get_string(p + ".schedule.decay"));
+  o.sched.milestones = cfg.get_int_list(p + ".schedule.milestones");
+  o.sched.gamma = cfg.get_float(p + ".schedule.gamma");
+  o.ckpt_every_steps = cfg.get_int(p + ".checkpoint.every_steps");
+  o.ckpt_every_epochs = cfg.get_int(p + ".checkpoint.every_epochs");
+  o.ckpt_keep = cfg.get_int(p + ".checkpoint.keep");
+  o.eval_batch = cfg.get_int(p + ".eval_batch");
+  o.eval_every = cfg.get_int(p + ".eval_every");
+  o.comm.strategy = cfg.get_string(p + ".comm.strategy");
+  o.comm.bucket_mb = cfg.get_float(p + ".comm.bucket_mb");
+  o.comm.cycle_ms = cfg.get_float(p + ".comm.cycle_ms");
+  o.comm.fusion_mb = cfg.get_float(p + ".comm.fusion_mb");
+  o.comm.servers = int(cfg.get_int(p + ".comm.servers"));
+  o.comm.mode = cfg.get_string(p + ".comm.mode");
+  o.comm.max_staleness = int(cfg.get_int(p + ".comm.max_staleness"));
+  o.comm.stale_compensation = cfg.get_string(p + ".comm.stale_compensation");
+  check_comm_options(o.comm, p);
+  return o;
+}
+
+}  // namespace train
 }  // namespace sieve

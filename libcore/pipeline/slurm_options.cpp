@@ -1,4 +1,4 @@
-#include "config/sections.hpp"
+#include "pipeline/schema.hpp"
 
 namespace sieve {
 
