@@ -16,7 +16,6 @@
 #include "cluster/dbscan.hpp"
 #include "cluster/mixture.hpp"
 #include "comm/comm.hpp"
-#include "config/config.hpp"
 
 namespace sieve::cluster {
 

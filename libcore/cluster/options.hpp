@@ -1,14 +1,12 @@
-// The 'filter' section (cluster_filter): its keys, declared once with default, range and
-// help, and the reader of the clustering detectors' options. The detector-level keys
-// (filter.method, max_flagged, knn.*) are read by cluster/program.cpp and
-// cluster/detectors.cpp under the names declared here.
+// The reader of the 'filter' section's clustering options (cluster_filter); the section's
+// keys are declared beside it in cluster/keys.cpp. The detector-level keys (knn.*,
+// max_flagged, compare) are read by cluster/program.cpp.
 #pragma once
 #include "cluster/filter.hpp"
+#include "cluster/keys.hpp"
 #include "config/config.hpp"
 
 namespace sieve {
-
-void add_filter_keys(ConfigSchema& s);  // filter.*: cluster_filter
 
 namespace cluster {
 

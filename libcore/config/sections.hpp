@@ -3,7 +3,6 @@
 // The other sections are declared beside their readers and assembled by
 // pipeline_schema() (pipeline/schema.hpp), above every module.
 #pragma once
-#include <cstdint>
 #include <optional>
 #include <string>
 
@@ -34,8 +33,9 @@ struct RunPaths {
 RunPaths run_paths(const Config& cfg);
 
 // The resolved config a Sieve file records (its `config` attribute), read under `schema`
-// (the schema of the config at hand: cfg.schema()); nullopt when the file or the attribute
-// is missing or does not parse.
+// (the schema of the config at hand: cfg.schema(), which must cover every key the file's
+// config has, as pipeline_schema() does); nullopt when the file or the attribute is missing
+// or does not parse under it.
 std::optional<Config> stored_config(const std::string& path, const ConfigSchema& schema);
 
 }  // namespace sieve

@@ -1,15 +1,14 @@
-// The 'embed' section (reduce_dims): its keys, declared once with default, range and help,
-// and their reader.
+// The reader of the 'embed' section (reduce_dims); its keys are declared beside it in
+// embed/keys.cpp.
 #pragma once
 #include <cstdint>
 #include <string>
 
 #include "config/config.hpp"
+#include "embed/keys.hpp"
 #include "embed/tsne.hpp"
 
 namespace sieve {
-
-void add_embed_keys(ConfigSchema& s);  // embed.*: reduce_dims (PCA, t-SNE)
 
 namespace embed {
 

@@ -6,7 +6,6 @@
 #include <limits>
 #include <map>
 
-#include "config/seeds.hpp"
 #include "embed/options.hpp"
 #include "embed/pca.hpp"
 #include "embed/quality.hpp"

@@ -10,8 +10,9 @@
 // /sample_id, and attributes method, parameters, perplexity, iterations, kl_divergence,
 // knn_preservation, trustworthiness (+ trustworthiness_points), pca_explained_variance.
 // Written by all ranks together through AtomicOutput (parallel HDF5, a block of rows
-// each). libcore/embed/reduce.cpp reads as its phases: settings, groups, PCA, who embeds
-// which group, the embedding, its figures, the file.
+// each). libcore/embed/reduce.cpp reads as its phases: the settings (embed_options,
+// embed/options.hpp), groups, PCA, who embeds which group, the embedding, its figures,
+// the file.
 #pragma once
 #include <cstdint>
 #include <string>
@@ -25,8 +26,8 @@ namespace sieve::embed {
 struct FeatureBlock {
   int64_t N = 0, F = 0;
   Range rows{0, 0};
-  std::vector<float> x;           // [rows.size(), F] this rank's rows
-  std::vector<int32_t> labels;    // [N]
+  std::vector<float> x;            // [rows.size(), F] this rank's rows
+  std::vector<int32_t> labels;     // [N]
   std::vector<int64_t> sample_id;  // [N]
 };
 

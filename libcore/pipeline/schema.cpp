@@ -1,11 +1,12 @@
 #include "pipeline/schema.hpp"
 
-#include "cluster/options.hpp"
+#include "cluster/keys.hpp"
 #include "config/sections.hpp"
-#include "data/options.hpp"
-#include "embed/options.hpp"
-#include "report/options.hpp"
-#include "train/options.hpp"
+#include "data/keys.hpp"
+#include "embed/keys.hpp"
+#include "pipeline/slurm_keys.hpp"
+#include "report/keys.hpp"
+#include "train/keys.hpp"
 
 namespace sieve {
 

@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "comm/comm.hpp"
+#include "config/config.hpp"
 #include "data/dataset_file.hpp"
 #include "io/lineage.hpp"
 #include "io/metrics.hpp"

@@ -1,8 +1,5 @@
-// The training sections' keys and their reader, in one place: `pretrain.*` (the feature
-// extractor), `scaled.*` (the large-batch retraining and its sweep), the keys both share
-// (model, optimizer, schedule, batch, checkpoints, gradient communication) and `features.*`
-// (extract_features). Each key is declared once here, with its default, range and help;
-// the programs read them through read_train_options or by the names declared here.
+// The reader of the training sections (`pretrain.*`, `scaled.*`): their keys are declared
+// beside it in train/keys.cpp, with default, range and help.
 #pragma once
 #include <cstdint>
 #include <string>
@@ -10,18 +7,10 @@
 #include "config/config.hpp"
 #include "nn/model.hpp"
 #include "train/grad_sync.hpp"
+#include "train/keys.hpp"
 #include "train/optimizer.hpp"
 
 namespace sieve {
-
-void add_pretrain_keys(ConfigSchema& s);  // pretrain.*: the feature extractor
-void add_features_keys(ConfigSchema& s);  // features.*: extract_features
-void add_scaled_keys(ConfigSchema& s);    // scaled.*: train_scaled and its sweep
-// The keys every training section shares (model, optimizer, schedule, batch, checkpoints,
-// gradient communication) under prefix `p`, with the section's own defaults.
-void add_trainer_keys(ConfigSchema& s, const std::string& p, const std::string& arch,
-                      int64_t epochs, int64_t global_batch, double lr, int64_t ref_batch,
-                      double warmup_epochs, int64_t lars_from_batch);
 
 namespace train {
 

@@ -21,6 +21,7 @@
 #include "train/crossfit.hpp"
 #include "train/dynamics.hpp"
 #include "train/holdout.hpp"
+#include "train/options.hpp"
 #include "train/prog_common.hpp"
 #include "train/programs.hpp"
 #include "train/trainer.hpp"

@@ -18,6 +18,7 @@
 #include "io/metrics.hpp"
 #include "io/output_set.hpp"
 #include "train/clean_accuracy.hpp"
+#include "train/options.hpp"
 #include "train/prog_common.hpp"
 #include "train/programs.hpp"
 #include "train/trainer.hpp"

@@ -9,7 +9,6 @@
 #include <thread>
 
 #include "comm/trace_gather.hpp"
-#include "config/seeds.hpp"
 #include "nn/backend.hpp"
 #include "util/log.hpp"
 #include "util/trace.hpp"

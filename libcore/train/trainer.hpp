@@ -22,7 +22,6 @@
 #include <vector>
 
 #include "comm/comm.hpp"
-#include "config/config.hpp"
 #include "io/metrics.hpp"
 #include "nn/model.hpp"
 #include "train/checkpoint.hpp"

@@ -1,4 +1,4 @@
-#include "report/options.hpp"
+#include "report/keys.hpp"
 
 namespace sieve {
 

@@ -1,9 +1,9 @@
-#include "pipeline/schema.hpp"
+#include "pipeline/slurm_keys.hpp"
 
 namespace sieve {
 
 // Keys of the 'slurm' section: resources for the job scripts (slurm/*.sh). The programs
-// themselves never read them; the submitter does (through `--help-config` names), so one
+// themselves never read them; the submitter does (through `--get`), so one
 // YAML file describes both the science and the allocation. Times use Slurm's syntax
 // (minutes, "HH:MM:SS" or "D-HH:MM:SS"); "" leaves the partition's default.
 void add_slurm_keys(ConfigSchema& s) {

@@ -1,4 +1,4 @@
-#include "data/options.hpp"
+#include "data/keys.hpp"
 
 namespace sieve {
 
