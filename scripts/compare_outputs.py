@@ -23,10 +23,11 @@ def volatile(name):
     return name.endswith("_s") or any(w in name for w in VOLATILE_WORDS)
 
 
-def text(v, old_dir, new_dir):
+def text(v, old_dir=None, new_dir=None):
+    """v decoded when bytes; in a string, old_dir (the old run's path) read as new_dir."""
     if isinstance(v, bytes):
         v = v.decode("utf-8", "replace")
-    if isinstance(v, str):
+    if isinstance(v, str) and old_dir:
         v = v.replace(old_dir, new_dir)
     return v
 
@@ -59,10 +60,10 @@ def compare_h5(p, q, old_dir, new_dir, out):
                     out.append(f"{p}: {n} attribute {k} in one file only")
                     continue
                 a = text(oa.attrs[k], old_dir, new_dir)
-                b = text(ob.attrs[k], new_dir, new_dir)
+                b = text(ob.attrs[k])
                 if isinstance(a, np.ndarray) and a.dtype.kind in "OSU":
                     a = np.array([text(x, old_dir, new_dir) for x in a.ravel()])
-                    b = np.array([text(x, new_dir, new_dir) for x in np.asarray(b).ravel()])
+                    b = np.array([text(x) for x in np.asarray(b).ravel()])
                 if not same_value(a, b):
                     out.append(f"{p}: {n} attribute {k} differs: {str(a)[:60]} | {str(b)[:60]}")
 

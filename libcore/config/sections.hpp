@@ -1,7 +1,7 @@
 // The config keys and paths every stage shares: the run.* section (name, directory,
 // seed), the default file locations inside run.dir, and the config a Sieve file records.
-// The other sections are declared beside their readers and assembled by
-// pipeline_schema() (pipeline/schema.hpp), above every module.
+// The other sections are declared beside their readers (each module's keys.cpp) and
+// assembled by pipeline_schema() (pipeline/schema.hpp).
 #pragma once
 #include <optional>
 #include <string>

@@ -33,7 +33,8 @@ home = {'run': 'config/sections.cpp', 'data': 'data/keys.cpp', 'pretrain': 'trai
         'slurm': 'pipeline/slurm_keys.cpp'}
 types = r'(?:bool|int|float|string|int_list|float_list|string_list|tree)'
 decl = re.compile(r'\badd_' + types + r'\(\s*([^,"]*?)\s*"([^"]*)"')
-# C++ comments and string literals out, strings kept (keys are literals): blank // and /* */.
+# C++ comments blanked (newlines kept, so line numbers hold); string literals stay: the
+# keys are literals.
 comment = re.compile(r'//[^\n]*|/\*(?:.|\n)*?\*/')
 findings = []
 cxx, scripts = [], []  # sources with comments and declarations blanked: where reads are sought
@@ -44,17 +45,17 @@ for top in ('libcore', 'tools', 'scripts', 'slurm', 'pipelines', 'python'):
             p = os.path.join(d, f)
             src = open(p, encoding='utf-8', errors='replace').read()
             if f.endswith(('.cpp', '.hpp', '.cu')):
-                code = comment.sub('', src)
+                code = comment.sub(lambda m: re.sub(r'[^\n]', ' ', m.group(0)), src)
                 rel = os.path.relpath(p, os.path.join(root, 'libcore'))
                 for m in decl.finditer(code):
                     prefix, key = m.group(1), m.group(2)
                     line = code.count('\n', 0, m.start()) + 1
                     want = 'train/keys.cpp' if prefix else home.get(key.split('.')[0])
                     if want is None:
-                        findings.append(f'{p}: "{key}" is of no known section (add it to this '
+                        findings.append(f'{p}:{line}: "{key}" is of no known section (add it to this '
                                         'check\'s map and to pipeline_schema())')
                     elif rel != want:
-                        findings.append(f'{p}: "{key}" is declared here, not in its section\'s '
+                        findings.append(f'{p}:{line}: "{key}" is declared here, not in its section\'s '
                                         f'libcore/{want} beside its reader')
                 cxx.append(decl.sub('', code))
             elif f.endswith(('.sh', '.bash', '.py')):
