@@ -15,7 +15,8 @@
 //
 // The op classes live in one file per concern: conv_cudnn.cu (cuDNN convolution),
 // batchnorm.cu (own kernels), linear_cublas.cu (cuBLAS GEMM), pool_kernels.cu (max and
-// global average pooling), elementwise.cu (ReLU, add, axpy, casts, layout changes).
+// global average pooling), elementwise.cu (ReLU, add, axpy, casts, layout changes), sgd.cu
+// (the optimizer step and its reductions), grad_reducer.cpp (the NCCL gradient reducer).
 #pragma once
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
@@ -24,6 +25,8 @@
 #include <cstddef>
 #include <memory>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "nn/backend.hpp"
 
@@ -65,6 +68,19 @@ class CudaBackend final : public nn::Backend {
   void act_from_host(const float* host, nn::Act* y, size_t count) override;
 
   void axpy(float a, const float* x, float* y, size_t count) override;
+
+  // The optimizer step on the device (sgd.cu): nn/sgd.hpp's passes as kernels on stream().
+  // sum and sgd_norms wait for their results; sgd_apply waits for the stream only to upload its
+  // table of terms, then queues the step and returns.
+  double sum(const float* x, size_t count) override;
+  void sgd_norms(const float* params, const float* grads, const nn::SgdTerm* terms, size_t n,
+                 double* norms) override;
+  void sgd_apply(const nn::SgdBuffers& b, size_t total, const nn::SgdTerm* terms, size_t n,
+                 const nn::SgdStep& s) override;
+  // NCCL bucket reduction of the gradients (grad_reducer.cpp); collective over `comm`.
+  std::unique_ptr<nn::DeviceReducer> device_reducer(
+      const Comm& comm, float* grads, size_t total, const std::vector<size_t>& cuts,
+      const std::vector<std::pair<size_t, size_t>>& covered) override;
 
   // For the op classes.
   int device_index() const { return device_; }

@@ -27,9 +27,15 @@
 #include <cstddef>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
+#include "nn/sgd.hpp"
 #include "nn/tensor.hpp"
+
+namespace sieve {
+class Comm;
+}
 
 namespace sieve::nn {
 
@@ -93,6 +99,24 @@ class LinearOp {
                         float* db) = 0;
 };
 
+// A device's own data-parallel reduction of the flat gradient buffer (NCCL on cuda), for the
+// device-resident parameter home (train/param_home.hpp). The protocol of train/grad_sync.hpp:
+// arm() at the start of the step's last backward, ready(offset, count) from the model's
+// grad-ready hook (the range's gradient kernels are queued), finish() once backward is done:
+// every piece has been summed over the ranks before this backend's next op runs (a device
+// reducer may return before the sums exist, ordering the backend's stream after them).
+class DeviceReducer {
+ public:
+  virtual ~DeviceReducer() = default;
+  virtual void arm() = 0;
+  virtual void ready(size_t offset, size_t count) = 0;
+  virtual void finish() = 0;
+  virtual size_t num_buckets() const = 0;
+  // Reductions started so far, and of those, by ready() while backward still ran.
+  virtual int64_t messages() const = 0;
+  virtual int64_t started_early() const = 0;
+};
+
 class Backend : public Memory {
  public:
   virtual std::string name() const = 0;  // registry name: "cpu", "ref", "cuda"
@@ -122,6 +146,25 @@ class Backend : public Memory {
 
   // fp32 vectors on the device (parameters, gradients): y += a * x.
   virtual void axpy(float a, const float* x, float* y, size_t count) = 0;
+
+  // The optimizer step where the parameters live (the device-resident parameter home,
+  // train/param_home.hpp); the element arithmetic is nn/sgd.hpp's, `terms` and `norms` are
+  // host arrays, the buffers this backend's memory.
+  // The sum of x[0, count) in double: the non-finite check of the reduced gradients.
+  virtual double sum(const float* x, size_t count) = 0;
+  // nn::sgd_norms_host on this backend's buffers (norms come back to the host).
+  virtual void sgd_norms(const float* params, const float* grads, const SgdTerm* terms, size_t n,
+                         double* norms) = 0;
+  // nn::sgd_apply_host over [0, total) on this backend's buffers.
+  virtual void sgd_apply(const SgdBuffers& b, size_t total, const SgdTerm* terms, size_t n,
+                         const SgdStep& s) = 0;
+  // This backend's own gradient reduction over `comm` of grads[0, total), in pieces cut at
+  // `cuts` (ascending, 0 .. total), a piece complete once the `covered` ranges in it are
+  // ready; or null where the host's Comm can reduce this backend's memory in place (the host
+  // backends: the trainer then runs its own bucket reducer on it).
+  virtual std::unique_ptr<DeviceReducer> device_reducer(
+      const Comm& comm, float* grads, size_t total, const std::vector<size_t>& cuts,
+      const std::vector<std::pair<size_t, size_t>>& covered) = 0;
 };
 
 // The registry (backend_registry.cpp): "cpu" (oneDNN + OpenBLAS; bf16 native with

@@ -47,6 +47,17 @@ class HostBackend : public Backend {
   void act_to_host(const Act* x, float* host, size_t count) override;
   void act_from_host(const float* host, Act* y, size_t count) override;
   void axpy(float a, const float* x, float* y, size_t count) override;
+  // The optimizer step on host memory: nn/sgd.hpp's host loops, so that a backend-driven
+  // step on the CPU is bitwise the host step (the CPU as a fake device, train/param_home.hpp).
+  double sum(const float* x, size_t count) override;
+  void sgd_norms(const float* params, const float* grads, const SgdTerm* terms, size_t n,
+                 double* norms) override;
+  void sgd_apply(const SgdBuffers& b, size_t total, const SgdTerm* terms, size_t n,
+                 const SgdStep& s) override;
+  // Null: the host's Comm reduces host memory in place.
+  std::unique_ptr<DeviceReducer> device_reducer(
+      const Comm& comm, float* grads, size_t total, const std::vector<size_t>& cuts,
+      const std::vector<std::pair<size_t, size_t>>& covered) override;
 
   // x as fp32: x itself for an fp32 backend, else decoded into scratch.
   const float* as_f32(const Act* x, size_t count, std::vector<float>& scratch) const;

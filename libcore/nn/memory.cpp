@@ -95,6 +95,29 @@ void HostBackend::axpy(float a, const float* x, float* y, size_t count) {
   for (size_t i = 0; i < count; ++i) y[i] += a * x[i];
 }
 
+// Sequential, as the trainer's host check sums the gradients.
+double HostBackend::sum(const float* x, size_t count) {
+  double total = 0;
+  for (size_t i = 0; i < count; ++i) total += x[i];
+  return total;
+}
+
+void HostBackend::sgd_norms(const float* params, const float* grads, const SgdTerm* terms, size_t n,
+                            double* norms) {
+  sgd_norms_host(params, grads, terms, n, norms);
+}
+
+void HostBackend::sgd_apply(const SgdBuffers& b, size_t total, const SgdTerm* terms, size_t n,
+                            const SgdStep& s) {
+  sgd_apply_host(b, 0, total, terms, n, s);
+}
+
+std::unique_ptr<DeviceReducer> HostBackend::device_reducer(
+    const Comm&, float*, size_t, const std::vector<size_t>&,
+    const std::vector<std::pair<size_t, size_t>>&) {
+  return nullptr;
+}
+
 const float* HostBackend::as_f32(const Act* x, size_t count, std::vector<float>& scratch) const {
   if (dtype() == DType::f32) return static_cast<const float*>(x);
   scratch.resize(count);

@@ -42,26 +42,4 @@ std::unique_ptr<GradSync> make_grad_sync(const CommOptions& o, const Comm& comm,
   return std::make_unique<GradReducer>(comm, grads, total, covered, bucket_bytes);
 }
 
-std::vector<size_t> even_cuts(size_t total, size_t per) {
-  std::vector<size_t> cuts;
-  for (size_t b = 0; b < total; b += per) cuts.push_back(b);
-  cuts.push_back(total);
-  if (cuts.size() == 1) cuts.push_back(total);  // an empty buffer is one empty piece
-  return cuts;
-}
-
-PieceTracker::PieceTracker(const std::vector<size_t>& cuts,
-                           const std::vector<std::pair<size_t, size_t>>& covered) {
-  for (size_t i = 0; i + 1 < cuts.size(); ++i) pieces_.push_back({cuts[i], cuts[i + 1]});
-  for (auto [off, cnt] : covered)
-    for (auto& k : pieces_) {
-      const size_t lo = std::max(off, k.begin), hi = std::min(off + cnt, k.end);
-      if (hi > lo) k.needed += hi - lo;
-    }
-}
-
-void PieceTracker::reset() {
-  for (auto& k : pieces_) k.reported = 0;
-}
-
 }  // namespace sieve::train

@@ -34,6 +34,7 @@
 
 #include "comm/comm.hpp"
 #include "comm/in_flight.hpp"
+#include "comm/pieces.hpp"
 #include "train/optimizer.hpp"
 
 namespace sieve::train {
@@ -96,55 +97,5 @@ class GradSync {
 std::unique_ptr<GradSync> make_grad_sync(const CommOptions& o, const Comm& comm, float* grads,
                                          size_t total,
                                          const std::vector<std::pair<size_t, size_t>>& covered);
-
-// Readiness bookkeeping shared by the strategies that cut the buffer into fixed pieces
-// (buckets, parameter-server pieces): a piece is complete when every covered element in it
-// has been reported.
-class PieceTracker {
- public:
-  // Pieces [cuts[i], cuts[i+1]); cuts ascending, first 0, last total.
-  PieceTracker(const std::vector<size_t>& cuts,
-               const std::vector<std::pair<size_t, size_t>>& covered);
-  void reset();
-  // Count [offset, offset+count) as reported; calls on_complete(piece) for each piece that
-  // this completes.
-  template <typename Fn>
-  void report(size_t offset, size_t count, Fn&& on_complete);
-  size_t size() const { return pieces_.size(); }
-  size_t begin(size_t i) const { return pieces_[i].begin; }
-  size_t end(size_t i) const { return pieces_[i].end; }
-  bool complete(size_t i) const { return pieces_[i].reported >= pieces_[i].needed; }
-
- private:
-  struct Piece {
-    size_t begin, end, needed = 0, reported = 0;
-  };
-  std::vector<Piece> pieces_;
-};
-
-template <typename Fn>
-void PieceTracker::report(size_t offset, size_t count, Fn&& on_complete) {
-  const size_t end = offset + count;
-  // First piece whose end lies beyond offset (pieces are sorted and contiguous).
-  size_t lo = 0, hi = pieces_.size();
-  while (lo < hi) {
-    const size_t mid = (lo + hi) / 2;
-    if (pieces_[mid].end <= offset)
-      lo = mid + 1;
-    else
-      hi = mid;
-  }
-  for (size_t p = lo; p < pieces_.size() && pieces_[p].begin < end; ++p) {
-    Piece& k = pieces_[p];
-    const size_t a = std::max(offset, k.begin), b = std::min(end, k.end);
-    if (b <= a) continue;
-    const bool was = k.reported >= k.needed;
-    k.reported += b - a;
-    if (!was && k.reported >= k.needed) on_complete(p);
-  }
-}
-
-// Cuts [0, total) every `per` elements (the last piece may be shorter).
-std::vector<size_t> even_cuts(size_t total, size_t per);
 
 }  // namespace sieve::train

@@ -19,11 +19,24 @@ void SgdOptimizer::step(float* w, const float* grads, double lr) {
 void SgdOptimizer::step_range(float* w, const float* grads, double lr, size_t begin, size_t end) {
   SIEVE_ASSERT(begin <= end && end <= velocity_.size(), "step_range [", begin, ", ", end,
                ") outside the buffer");
+  std::vector<nn::SgdTerm> t = terms(begin, end);
+  std::vector<double> norms(2 * t.size(), 0.0);
+  nn::sgd_norms_host(w, grads, t.data(), t.size(), norms.data());
+  set_trust(t, norms);
+  nn::sgd_apply_host({w, grads, velocity_.data(), scratch_.data()}, begin, end, t.data(), t.size(),
+                     step_at(lr));
+}
+
+// The L2 coefficient a tensor's gradient gets (0: none): decayed tensors, unless the decay is
+// decoupled (applied to the weights instead).
+double SgdOptimizer::l2_of(const ParamSlice& s) const {
+  const bool decay = opt_.decay_bn_bias || !s.is_bn_or_bias;
+  return decay && !opt_.decoupled ? opt_.weight_decay : 0.0;
+}
+
+std::vector<nn::SgdTerm> SgdOptimizer::terms(size_t begin, size_t end) const {
+  std::vector<nn::SgdTerm> out;
   const float wd = float(opt_.weight_decay);
-  const float mu = float(opt_.momentum);
-  float* g = scratch_.data();
-  for (size_t i = begin; i < end; ++i) g[i] = grads[i];
-  // Per-tensor: L2 term and LARS trust ratio. Elements not covered by a slice keep g.
   for (const auto& s : slices_) {
     if (s.offset < begin || s.offset + s.count > end) {
       SIEVE_ASSERT(s.offset + s.count <= begin || s.offset >= end, "slice ", s.name,
@@ -31,41 +44,45 @@ void SgdOptimizer::step_range(float* w, const float* grads, double lr, size_t be
       continue;
     }
     const bool decay = opt_.decay_bn_bias || !s.is_bn_or_bias;
-    float* gs = g + s.offset;
-    const float* ws = w + s.offset;
+    nn::SgdTerm t;
+    t.offset = s.offset;
+    t.count = s.count;
     if (opt_.lars && !s.is_bn_or_bias) {
-      double wn = 0, gn = 0;
-      for (size_t i = 0; i < s.count; ++i) {
-        wn += double(ws[i]) * ws[i];
-        gn += double(gs[i]) * gs[i];
-      }
-      wn = std::sqrt(wn);
-      gn = std::sqrt(gn);
-      const double l2 = (decay && !opt_.decoupled) ? opt_.weight_decay : 0.0;
-      double trust = 1.0;
-      if (wn > 0 && gn > 0) trust = opt_.lars_eta * wn / (gn + l2 * wn);
-      const float t = float(trust);
-      const float wl = float(l2);
-      for (size_t i = 0; i < s.count; ++i) gs[i] = t * (gs[i] + wl * ws[i]);
+      t.kind = nn::SgdTerm::Kind::lars;
+      t.l2 = float(l2_of(s));
     } else if (decay && !opt_.decoupled && wd != 0.0f) {
-      for (size_t i = 0; i < s.count; ++i) gs[i] += wd * ws[i];
+      t.kind = nn::SgdTerm::Kind::l2;
+      t.l2 = wd;
     }
+    if (opt_.decoupled && decay && wd != 0.0f) t.decoupled = wd;
+    out.push_back(t);
   }
-  const float flr = float(lr);
-  float* v = velocity_.data();
-  for (size_t i = begin; i < end; ++i) {
-    v[i] = mu * v[i] + g[i];
-    g[i] = opt_.nesterov ? g[i] + mu * v[i] : v[i];
-  }
-  if (opt_.decoupled && wd != 0.0f) {
-    const float f = flr * wd;
-    for (const auto& s : slices_) {
-      if (!opt_.decay_bn_bias && s.is_bn_or_bias) continue;
-      if (s.offset < begin || s.offset >= end) continue;
-      for (size_t i = s.offset; i < s.offset + s.count; ++i) w[i] -= f * w[i];
+  return out;
+}
+
+// trust = eta * |w| / (|g| + l2 * |w|) in double (1 where either norm is 0), per LARS term.
+void SgdOptimizer::set_trust(std::vector<nn::SgdTerm>& terms,
+                             const std::vector<double>& norms) const {
+  SIEVE_ASSERT(norms.size() == 2 * terms.size(), "set_trust: ", norms.size(), " norms for ",
+               terms.size(), " terms");
+  size_t k = 0;
+  for (const auto& s : slices_) {
+    if (k == terms.size()) break;
+    if (s.offset != terms[k].offset) continue;  // outside the step's range
+    nn::SgdTerm& t = terms[k];
+    if (t.kind == nn::SgdTerm::Kind::lars) {
+      const double wn = norms[2 * k], gn = norms[2 * k + 1];
+      double trust = 1.0;
+      if (wn > 0 && gn > 0) trust = opt_.lars_eta * wn / (gn + l2_of(s) * wn);
+      t.trust = float(trust);
     }
+    ++k;
   }
-  for (size_t i = begin; i < end; ++i) w[i] -= flr * g[i];
+  SIEVE_ASSERT(k == terms.size(), "set_trust: terms not made by terms() of this optimizer");
+}
+
+nn::SgdStep SgdOptimizer::step_at(double lr) const {
+  return {float(lr), float(opt_.momentum), opt_.nesterov};
 }
 
 LrScaling parse_scaling(const std::string& s) {
@@ -87,9 +104,15 @@ LrSchedule::LrSchedule(ScheduleOptions o) : o_(std::move(o)) {
   if (o_.ref_batch > 0) {
     const double r = double(o_.global_batch) / double(o_.ref_batch);
     switch (o_.scaling) {
-      case LrScaling::Linear: peak_ *= r; break;
-      case LrScaling::Sqrt: peak_ *= std::sqrt(r); break;
-      case LrScaling::Auto: peak_ *= r <= 8.0 ? r : 8.0 * std::sqrt(r / 8.0); break;
+      case LrScaling::Linear:
+        peak_ *= r;
+        break;
+      case LrScaling::Sqrt:
+        peak_ *= std::sqrt(r);
+        break;
+      case LrScaling::Auto:
+        peak_ *= r <= 8.0 ? r : 8.0 * std::sqrt(r / 8.0);
+        break;
     }
   }
   warmup_steps_ = int64_t(std::llround(o_.warmup_epochs * double(o_.steps_per_epoch)));

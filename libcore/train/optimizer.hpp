@@ -11,13 +11,15 @@
 #include <string>
 #include <vector>
 
+#include "nn/sgd.hpp"
+
 namespace sieve::train {
 
 // One tensor in the flat buffer.
 struct ParamSlice {
-  std::string name;       // torchvision state_dict name, e.g. "layer1.0.conv1.weight"
-  size_t offset = 0;      // first element in the flat buffer
-  size_t count = 0;       // elements
+  std::string name;   // torchvision state_dict name, e.g. "layer1.0.conv1.weight"
+  size_t offset = 0;  // first element in the flat buffer
+  size_t count = 0;   // elements
   bool is_bn_or_bias = false;
 };
 
@@ -46,12 +48,23 @@ class SgdOptimizer {
   // whole tensor. Elements outside keep their parameters and momentum; each element gets
   // bitwise the update step() would give it.
   void step_range(float* params, const float* grads, double lr, size_t begin, size_t end);
+
+  // The same step where the buffers are not the host's (a device-resident parameter home):
+  // the tensors wholly inside [begin, end) as the element update sees them (nn/sgd.hpp), then
+  // their LARS trust ratios from the norms that nn::sgd_norms_host or a backend's sgd_norms
+  // measured, and the whole-buffer part at learning rate `lr`. step_range is exactly
+  // terms -> sgd_norms_host -> set_trust -> sgd_apply_host on the host buffers.
+  std::vector<nn::SgdTerm> terms(size_t begin, size_t end) const;
+  void set_trust(std::vector<nn::SgdTerm>& terms, const std::vector<double>& norms) const;
+  nn::SgdStep step_at(double lr) const;
   std::vector<float>& momentum() { return velocity_; }
   const std::vector<float>& momentum() const { return velocity_; }
   const std::vector<ParamSlice>& slices() const { return slices_; }
   const OptimizerOptions& options() const { return opt_; }
 
  private:
+  double l2_of(const ParamSlice& s) const;
+
   std::vector<ParamSlice> slices_;
   OptimizerOptions opt_;
   std::vector<float> velocity_;  // [total]
