@@ -10,7 +10,8 @@
 #   1. nvidia-smi -L;
 #   2. configure Release with CUDA (sm_90) into build-gpu and build, on all cores, what the
 #      steps below run: the GPU test binaries (tests/gpu/test_cuda_*.cpp) and bench_nn_resnet;
-#   3. ctest -L gpu (op suite, whole-model comparisons, determinism, SGD kernel, NCCL,
+#   3. ctest -L gpu (op suite, whole-model comparisons, determinism, SGD kernels, NCCL, the
+#      device parameter home against the staged one (and on 2 ranks where 2 GPUs are seen),
 #      host-side CUDA checks); a skipped test counts as a failure here;
 #   4. the op-by-op suite per dtype (test_cuda_ops: cuda fp32 and bf16 against the ref
 #      backend), the model comparisons with their measured differences (test_cuda_backend),
@@ -22,7 +23,10 @@
 #      (bench_nn_resnet; cuDNN algorithms from heuristics, and timed with
 #      SIEVE_CUDNN_BENCHMARK=1), PyTorch fp32 eager and bf16 eager / torch.compile
 #      (scripts/bench_resnet_torch_cuda.py);
-#   6. a summary table (the last lines). Exit status 1 if the build or any test failed; a
+#   6. training step time in the parameter homes, device-resident vs host-staged: pretrain of
+#      CIFAR ResNet-18 batch 512 on synthetic data, 3 epochs each, with their final losses
+#      (scripts/bench_param_home.sh; with r18);
+#   7. a summary table (the last lines). Exit status 1 if the build or any test failed; a
 #      failed benchmark shows as FAIL in the table.
 # A GPU node without Sieve's build dependencies (no OpenMPI/HDF5/oneDNN development packages):
 # build here and carry the binaries with scripts/gpu_bundle.sh, whose `run gpu_check` runs the
@@ -84,7 +88,7 @@ fi
 
 if [ "$skip_build" = 0 ]; then
   say "configure + build ($build, -j$jobs)"
-  targets=(bench_nn_resnet)
+  targets=(bench_nn_resnet shard_dataset pretrain)
   for src in tests/gpu/test_cuda_*.cpp; do targets+=("$(basename "$src" .cpp)"); done
   if cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DSIEVE_ENABLE_CUDA=ON \
       -DCMAKE_CUDA_ARCHITECTURES=90 && cmake --build "$build" -j"$jobs" --target "${targets[@]}"; then
@@ -111,7 +115,7 @@ run_test() {  # key, log name, command...
   [ "$rc" = 0 ] || failed=1
 }
 
-for key in ctest ops_fp32 ops_bf16 models determinism no_device; do result[$key]="not run (--no-tests)"; done
+for key in ctest ops_fp32 ops_bf16 models determinism no_device home_2ranks reducer_2ranks; do result[$key]="not run (--no-tests)"; done
 if [ "$tests" = 1 ]; then
   say "ctest -L gpu"
   if ctest --test-dir "$build" -L gpu --output-on-failure --timeout 1200 2>&1 | tee "$logs/ctest_gpu.log"; then
@@ -132,6 +136,14 @@ if [ "$tests" = 1 ]; then
   run_test models models "$build/tests/test_cuda_backend"
   run_test determinism determinism "$build/tests/test_cuda_determinism"
   run_test no_device no_device env CUDA_VISIBLE_DEVICES= "$build/tests/test_cuda_host"
+  # The device parameter home with NCCL reducing between ranks needs a GPU per rank.
+  if [ "$(nvidia-smi -L 2>/dev/null | wc -l)" -ge 2 ]; then
+    run_test home_2ranks param_home_2ranks mpiexec -n 2 "$build/tests/test_cuda_param_home"
+    run_test reducer_2ranks reducer_2ranks mpiexec -n 2 "$build/tests/test_cuda_sgd" --gtest_filter='CudaGradReducer.*'
+  else
+    result[home_2ranks]="not run: needs 2 GPUs"
+    result[reducer_2ranks]="not run: needs 2 GPUs"
+  fi
   grep -hE "^\[  FAILED  \]|Failure|rel diff|cosine" "$logs"/ops_*.log "$logs/models.log" || true
 fi
 
@@ -184,6 +196,20 @@ if [ "$bench" = 1 ]; then
   done
 fi
 
+# The parameter homes (docs/training.md): what the device-resident home gains over staging.
+home_row="not run (--no-bench or no r18)"
+if [ "$bench" = 1 ] && [[ ",$models," == *,r18,* ]]; then
+  say "parameter homes: staged vs device, pretrain ResNet-18 batch 512"
+  if timeout 900 scripts/bench_param_home.sh --build "$build" --backend cuda --homes staged,device \
+      >"$logs/param_home.log" 2>&1; then
+    home_row="$(tail -n 2 "$logs/param_home.log" | awk '{ printf "%s %s img/s (loss %s); ", $1, $2, $3 }')device/staged $(tail -n 1 "$logs/param_home.log" | awk '{ print $4 }')"
+  else
+    home_row="FAIL (see $logs/param_home.log)"
+    failed=1
+  fi
+  cat "$logs/param_home.log"
+fi
+
 ratio() {  # a / b, or "-" when either is not a number
   awk -v a="$1" -v b="$2" 'BEGIN { if (a + 0 > 0 && b + 0 > 0) printf "%.2f", a / b; else printf "-" }'
 }
@@ -196,6 +222,9 @@ printf '%-44s %s\n' "op suite cuda bf16 vs ref (tol 2e-2)" "${result[ops_bf16]}"
 printf '%-44s %s\n' "ResNet-18/50 cuda vs cpu, kernel edges" "${result[models]}"
 printf '%-44s %s\n' "bitwise-reproducible steps (deterministic)" "${result[determinism]}"
 printf '%-44s %s\n' "no-device UsageError (CUDA_VISIBLE_DEVICES=)" "${result[no_device]}"
+printf '%-44s %s\n' "NCCL bucket reducer, 2 ranks" "${result[reducer_2ranks]}"
+printf '%-44s %s\n' "param home device vs staged, 2 ranks (NCCL)" "${result[home_2ranks]}"
+printf '%-44s %s\n' "param home device vs staged (r18 b512)" "$home_row"
 if [ "$bench" = 1 ]; then
   for cfg in "${configs[@]}"; do
     read -r tag batch arch stem size <<<"$cfg"

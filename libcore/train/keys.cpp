@@ -27,6 +27,15 @@ void add_trainer_keys(ConfigSchema& s, const std::string& p, const std::string& 
                "hardware computes it natively and faster than fp32: AMX CPUs, or a one-off "
                "probe of one convolution on other AVX512-BF16 CPUs; Ampere+ GPUs; else fp32)",
                {"auto", "bf16", "fp32"});
+  s.add_string(p + ".param_home", "auto",
+               "where the optimizer step meets the parameters: host (the model's own buffers; "
+               "cpu and ref backends), staged (fp32 host master copies of a device model: "
+               "gradients down and parameters up every step), device (the backend's memory: "
+               "SGD/LARS and the non-finite check as backend ops, gradients reduced by the "
+               "backend in buckets during backward, NCCL on cuda; needs comm.strategy buckets) "
+               "or auto (host on the CPU; staged on cuda until the device home is verified on "
+               "a GPU: scripts/gpu_check.sh); docs/training.md",
+               {"auto", "host", "staged", "device"});
   s.add_int(p + ".epochs", epochs, "training epochs", 1);
   s.add_int(p + ".global_batch", global_batch,
             "global batch size (all ranks together; per-rank batch = global_batch / ranks)", 1);

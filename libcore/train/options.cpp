@@ -16,6 +16,8 @@ TrainOptions read_train_options(const Config& cfg, const std::string& p) {
   o.spec.dtype = nn::resolve_precision(cfg.get_string(p + ".precision"), o.spec.backend,
                                        p + ".precision", &note);
   if (!note.empty()) log::info(note);
+  o.param_home = cfg.get_string(p + ".param_home");
+  o.param_home_key = p + ".param_home";
   o.epochs = cfg.get_int(p + ".epochs");
   o.global_batch = cfg.get_int(p + ".global_batch");
   o.micro_batch = cfg.get_int(p + ".micro_batch");

@@ -28,6 +28,10 @@ struct TrainOptions {
   int64_t ckpt_every_steps = 0, ckpt_every_epochs = 1, ckpt_keep = 2;
   int64_t eval_batch = 256, eval_every = 1;
   CommOptions comm;  // gradient communication strategy (comm.*)
+  // Where the optimizer step runs on the parameters (train/param_home.hpp), and the key that
+  // messages name.
+  std::string param_home = "auto";
+  std::string param_home_key = "param_home";
 };
 // The training section under `prefix` ("pretrain" or "scaled"), validated: the precision
 // resolved for this machine (logged), the seed derived from run.seed when 0, LARS switched

@@ -10,6 +10,7 @@
 
 #include "comm/trace_gather.hpp"
 #include "nn/backend.hpp"
+#include "train/param_home.hpp"
 #include "util/log.hpp"
 #include "util/trace.hpp"
 
@@ -114,6 +115,7 @@ void Trainer::checkpoint(const TrainState& st) {
   source_->quiesce();  // no read-ahead on another thread while this one writes HDF5
   const std::string path = checkpoint_name(ckpt_dir_, st.step);
   if (sync_) sync_->collect_optimizer_state(*opt_);  // parameter server: momentum shards
+  if (home_) home_->optimizer_to_host(*opt_);        // device home: its momentum
   save_checkpoint(path, *model_, *opt_, st, config_yaml_, comm_);
   if (comm_.is_root()) prune_checkpoints(ckpt_dir_, o_.ckpt_keep);
 }
@@ -160,38 +162,12 @@ struct FaultInjection {
     return {env_step("SIEVE_DEBUG_NAN_STEP"), env_step("SIEVE_DEBUG_SIGNAL_STEP"),
             env_step("SIEVE_DEBUG_KILL_STEP"), env_step("SIEVE_DEBUG_STEP_DELAY_MS")};
   }
-  void poison_gradient(int64_t step, bool root, float* g) const {
-    if (step == nan_step && root) g[0] = std::nanf("");
-  }
+  bool poisons_gradient(int64_t step, bool root) const { return step == nan_step && root; }
   void after_gradient(int64_t step, bool root) const {
     if (step == signal_step && root) std::raise(SIGUSR1);
     if (step == kill_step && root) std::raise(SIGKILL);
     if (step_delay_ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(step_delay_ms));
   }
-};
-
-// Where the optimizer, the reducer and the non-finite check see the flat buffers: the
-// model's own on the CPU; on a device (cuda) host copies, staged once per step: gradients
-// down after backward, parameters up after the update (host master weights). Staging costs
-// two PCIe copies of the parameters per step and gives up overlapping the reduction with
-// backward; a device-resident optimizer and NCCL reduction are the fast path to come.
-// SIEVE_DEBUG_STAGE_HOST=1 stages on the CPU too, so tests pin the staged path to the direct
-// one (same weights, bitwise) on machines without a GPU.
-struct ParamHome {
-  explicit ParamHome(nn::Model& m) {
-    const char* force_stage = std::getenv("SIEVE_DEBUG_STAGE_HOST");
-    staged = m.device() != nn::Device::cpu || (force_stage && *force_stage == '1');
-    if (staged) {
-      params_stage = m.params_to_host();
-      grads_stage.assign(m.num_params(), 0.f);
-    }
-    params = staged ? params_stage.data() : m.params();
-    grads = staged ? grads_stage.data() : m.grads();
-  }
-  bool staged = false;
-  std::vector<float> params_stage, grads_stage;
-  float* params = nullptr;
-  float* grads = nullptr;
 };
 
 // This rank's rows of one step, one list per micro-batch.
@@ -246,7 +222,7 @@ class Trainer::Loop {
   TrainState st_;
   std::string resumed_from_;
   int64_t per_rank_ = 0, micro_ = 0;
-  std::unique_ptr<ParamHome> home_;
+  ParamHome* home_ = nullptr;
   GradSync* reducer_ = nullptr;
   FaultInjection faults_ = FaultInjection::from_env();
   TrainResult res_;
@@ -339,20 +315,15 @@ void Trainer::Loop::reset_metrics() {
   for (auto& j : keep) w.write(j);
 }
 
-// The gradient reduction over the flat gradient buffer where the optimizer sees it; on the
-// direct path its buckets start during backward, as gradients become final.
+// Where the step meets the parameters (train/param_home.hpp), and the gradient reduction over
+// that home's buffer; on the host and device homes its buckets start during backward, as
+// gradients become final.
 void Trainer::Loop::setup_reduction() {
-  nn::Model& m = *t_.model_;
-  home_ = std::make_unique<ParamHome>(m);
-  std::vector<std::pair<size_t, size_t>> covered;
-  for (const auto& p : m.param_info()) covered.push_back({p.offset, p.size});
-  t_.sync_ = make_grad_sync(o_.comm, comm_, home_->grads, m.num_params(), covered);
+  t_.sync_.reset();  // a previous run's reducer points into its home's buffers
+  t_.home_ = make_param_home(o_.param_home, o_.param_home_key, *t_.model_, *t_.opt_);
+  home_ = t_.home_.get();
+  t_.sync_ = home_->make_reducer(o_.comm, comm_);
   reducer_ = t_.sync_.get();
-  SIEVE_CHECK(!home_->staged || o_.comm.mode != "async",
-              "comm.mode async (stale-synchronous parameter server) needs the CPU path: the device "
-              "path uploads the host weights after each update, not after a drain");
-  if (!home_->staged)
-    m.set_grad_ready_hook([r = reducer_](size_t off, size_t cnt) { r->ready(off, cnt); });
 }
 
 StepChunks Trainer::Loop::chunks_of(int64_t e, int64_t s) {
@@ -405,13 +376,10 @@ void Trainer::Loop::forward_backward(int64_t e, const StepChunks& chunks, const 
 // The gradient summed over the ranks, checked for non-finite values; the step's statistics
 // (and any stop signal) agreed on by every rank.
 void Trainer::Loop::reduce_gradients(StepStats& stats) {
-  nn::Model& m = *t_.model_;
-  float* g = home_->grads;
-  if (home_->staged) m.backend().to_host(g, m.grads(), m.num_params() * sizeof(float));
+  home_->after_backward();
   reducer_->finish();
-  faults_.poison_gradient(st_.step, comm_.is_root(), g);
-  double gsum = 0;
-  for (size_t i = 0; i < m.num_params(); ++i) gsum += g[i];
+  if (faults_.poisons_gradient(st_.step, comm_.is_root())) home_->poison_gradient();
+  const double gsum = home_->gradient_sum();
   stats.non_finite() = std::isfinite(gsum) && std::isfinite(stats.loss_sum()) ? 0 : 1;
   faults_.after_gradient(st_.step, comm_.is_root());
   stats.stop() = stop_signal_seen() ? 1 : 0;
@@ -455,9 +423,8 @@ void Trainer::Loop::train_epoch(int64_t e) {
     if (stats.non_finite() > 0) diverge(e, stats);
     {
       trace::Span span("optimizer", "optimizer step");
-      reducer_->update(*t_.opt_, home_->params, home_->grads, lr);
+      home_->update(*reducer_, *t_.opt_, lr);
     }
-    if (home_->staged) m.params_from_host(home_->params);
     ++st_.step;
     st_.step_in_epoch = s + 1;
     st_.loss_sum += stats.loss_sum();

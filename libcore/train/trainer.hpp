@@ -33,6 +33,8 @@
 
 namespace sieve::train {
 
+class ParamHome;
+
 struct TrainResult {
   double final_test_acc = -1, best_test_acc = -1, final_test_loss = -1;
   int64_t best_epoch = -1;
@@ -108,6 +110,7 @@ class Trainer {
   const DatasetMeta& meta_;
   std::unique_ptr<nn::Model> model_;
   std::unique_ptr<SgdOptimizer> opt_;
+  std::unique_ptr<ParamHome> home_;  // of the last run() (param_home.hpp)
   std::unique_ptr<GradSync> sync_;
   std::string ckpt_dir_, metrics_path_, config_yaml_;
   EpochHook epoch_hook_;

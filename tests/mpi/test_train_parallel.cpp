@@ -87,7 +87,8 @@ TEST(TrainParallel, RanksMatchOneRankWithTheSameGlobalBatch) {
     // Every rank holds identical weights.
     std::vector<float> sum = par;
     world.allreduce_sum(sum.data(), sum.size());
-    for (size_t i = 0; i < par.size(); ++i) ASSERT_NEAR(sum[i], par[i] * R, 1e-5 * (1 + std::abs(par[i] * R)));
+    for (size_t i = 0; i < par.size(); ++i)
+      ASSERT_NEAR(sum[i], par[i] * R, 1e-5 * (1 + std::abs(par[i] * R)));
   }
 }
 
@@ -106,9 +107,9 @@ TEST(TrainParallel, StreamedRanksStepTogetherDeterministically) {
     std::vector<int64_t> all;
     for (int64_t i = 0; i < 96; ++i) all.push_back(i);
     TrainOptions o = options("resnet18", 0);
-    auto src = std::make_unique<StreamSource>(dir + "/d.h5", data::Split::Train, all,
-                                              o.global_batch, o.seed, world.rank(), world.size(),
-                                              StreamGeometry{5, 3});
+    auto src =
+        std::make_unique<StreamSource>(dir + "/d.h5", data::Split::Train, all, o.global_batch,
+                                       o.seed, world.rank(), world.size(), StreamGeometry{5, 3});
     EXPECT_EQ(int64_t(src->rank_part(0, 0).rows.size()),
               block_range(o.global_batch, world.rank(), world.size()).size());
     Trainer t(world, o, std::move(src), shape, EvalSplit{}, meta, dir, "", "test: {}\n");
@@ -121,4 +122,36 @@ TEST(TrainParallel, StreamedRanksStepTogetherDeterministically) {
   world.allreduce_sum(sum.data(), sum.size());
   for (size_t i = 0; i < a.size(); ++i)
     ASSERT_NEAR(sum[i], a[i] * world.size(), 1e-5 * (1 + std::abs(a[i] * world.size()))) << i;
+}
+
+// The device parameter home with the CPU as the device (train/param_home.hpp): momentum in
+// backend memory, the non-finite check and SGD (here with LARS, whose trust ratios come back
+// from the backend's norms) as backend ops, the host's bucket reducer on the backend's
+// gradient buffer. Bitwise the host home on R ranks; a strategy other than buckets is refused
+// naming the key where ranks reduce.
+TEST(TrainParallel, DeviceHomeOnTheCpuMatchesTheHostHomeBitwise) {
+  Comm world = Comm::world();
+  std::string dir = test::scratch_dir(cat("train_parallel_device_home_np", world.size()));
+  Data d = image_data(48);
+  for (const char* arch : {"mlp", "resnet18"}) {
+    for (bool lars : {false, true}) {
+      TrainOptions o = options(arch, 0);
+      o.opt.lars = lars;
+      o.param_home = "host";
+      const auto host = train_weights(world, d, o, dir);
+      o.param_home = "device";
+      EXPECT_EQ(host, train_weights(world, d, o, dir)) << arch << (lars ? " LARS" : "");
+    }
+  }
+  TrainOptions o = options("mlp", 0);
+  o.param_home = "device";
+  o.param_home_key = "pretrain.param_home";
+  o.comm.strategy = "fusion-queue";
+  try {  // mpi tests run on 2 and 3 ranks
+    train_weights(world, d, o, dir);
+    ADD_FAILURE() << "fusion-queue accepted in the device home";
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("pretrain.param_home device"), std::string::npos)
+        << e.what();
+  }
 }

@@ -31,7 +31,8 @@ std::string resnet_args(const std::string& dir) {
 std::string pretrain(const std::string& dir, const std::string& extra, int* rc,
                      const std::string& env = "") {
   std::string out;
-  *rc = test::run_command(cat(env, " ", test::tool_path("pretrain"), resnet_args(dir), extra), &out);
+  *rc =
+      test::run_command(cat(env, " ", test::tool_path("pretrain"), resnet_args(dir), extra), &out);
   return out;
 }
 
@@ -73,12 +74,27 @@ TEST(TrainTools, SameConfigTwiceGivesBitwiseIdenticalWeights) {
   EXPECT_EQ(rc, 2) << out;
   EXPECT_NE(out.find("--overwrite"), std::string::npos) << out;
 
-  // The device path's host staging (gradients down, parameters up, no overlap) gives the
-  // same weights bitwise: forced on the CPU here, it is what training on a GPU runs.
-  std::string h = fresh_run("train_tools_staged");
-  out = pretrain(h, "", &rc, "SIEVE_DEBUG_STAGE_HOST=1");
-  ASSERT_EQ(rc, 0) << out;
-  EXPECT_EQ(state_of(a + "/pretrain/model.h5"), state_of(h + "/pretrain/model.h5"));
+  // The parameter homes of a device model give the same weights bitwise, run on the CPU:
+  // staged (host master copies: gradients down, parameters up, no overlap) and device
+  // (momentum in backend memory, the step and the non-finite check as backend ops; the CPU
+  // as a fake device). Their checkpoints hold the same momentum too: a run killed at step 6
+  // and resumed in the device home ends where the host home's uninterrupted run does, and
+  // so does one resumed in the host home from the device home's checkpoint.
+  for (const char* home : {"staged", "device"}) {
+    std::string h = fresh_run(cat("train_tools_home_", home));
+    out = pretrain(h, cat(" --set pretrain.param_home=", home), &rc);
+    ASSERT_EQ(rc, 0) << out;
+    EXPECT_EQ(state_of(a + "/pretrain/model.h5"), state_of(h + "/pretrain/model.h5")) << home;
+  }
+  for (const char* resume_home : {"device", "host"}) {
+    std::string d = fresh_run(cat("train_tools_device_kill_", resume_home));
+    out = pretrain(d, " --set pretrain.param_home=device", &rc, "SIEVE_DEBUG_KILL_STEP=6");
+    ASSERT_EQ(rc, 128 + 9) << out;
+    out = pretrain(d, cat(" --set pretrain.param_home=", resume_home, " --resume"), &rc);
+    ASSERT_EQ(rc, 0) << out;
+    EXPECT_EQ(state_of(a + "/pretrain/model.h5"), state_of(d + "/pretrain/model.h5"))
+        << resume_home;
+  }
 
   // The streaming loader with one rank and one window is the in-memory order: same weights
   // (and it streams the held-out and test evaluations too).
@@ -137,16 +153,21 @@ TEST(TrainTools, StreamedRunResumesExactlyAndRefusesAnotherGeometry) {
   EXPECT_NE(out.find("ckpt-"), std::string::npos) << out;
 }
 
+// In every parameter home: the non-finite check runs where the gradients are (the device
+// home sums them with a backend op).
 TEST(TrainTools, NanGradientStopsNamingTheStepAndKeepsGoodCheckpoints) {
-  std::string d = fresh_run("train_tools_nan");
-  int rc = 0;
-  std::string out = pretrain(d, "", &rc, "SIEVE_DEBUG_NAN_STEP=5");
-  ASSERT_EQ(rc, 1) << out;
-  EXPECT_NE(out.find("divergence at step 5"), std::string::npos) << out;
-  EXPECT_FALSE(fs::exists(d + "/pretrain/model.h5"));
-  std::string last = train::latest_checkpoint(d + "/pretrain/checkpoints");
-  EXPECT_EQ(last, train::checkpoint_name(d + "/pretrain/checkpoints", 5));
-  h5::File f = h5::File::open(last);
-  for (const char* name : {"/state/conv1.weight", "/state/fc.weight", "/optimizer/fc.weight"})
-    for (float v : f.read_all<float>(name)) ASSERT_TRUE(std::isfinite(v)) << name;
+  for (const char* home : {"host", "staged", "device"}) {
+    std::string d = fresh_run(cat("train_tools_nan_", home));
+    int rc = 0;
+    std::string out =
+        pretrain(d, cat(" --set pretrain.param_home=", home), &rc, "SIEVE_DEBUG_NAN_STEP=5");
+    ASSERT_EQ(rc, 1) << home << out;
+    EXPECT_NE(out.find("divergence at step 5"), std::string::npos) << out;
+    EXPECT_FALSE(fs::exists(d + "/pretrain/model.h5"));
+    std::string last = train::latest_checkpoint(d + "/pretrain/checkpoints");
+    EXPECT_EQ(last, train::checkpoint_name(d + "/pretrain/checkpoints", 5));
+    h5::File f = h5::File::open(last);
+    for (const char* name : {"/state/conv1.weight", "/state/fc.weight", "/optimizer/fc.weight"})
+      for (float v : f.read_all<float>(name)) ASSERT_TRUE(std::isfinite(v)) << name;
+  }
 }
