@@ -24,4 +24,37 @@ void PieceTracker::reset() {
   for (auto& k : pieces_) k.reported = 0;
 }
 
+PieceSchedule::PieceSchedule(const std::vector<size_t>& cuts,
+                             const std::vector<std::pair<size_t, size_t>>& covered, Start start)
+    : tracker_(cuts, covered), start_(std::move(start)), started_(tracker_.size(), 0) {}
+
+void PieceSchedule::arm() {
+  tracker_.reset();
+  std::fill(started_.begin(), started_.end(), 0);
+  armed_ = true;
+}
+
+void PieceSchedule::ready(size_t offset, size_t count) {
+  if (!armed_) return;
+  tracker_.report(offset, count, [&](size_t p) {
+    if (start(p)) ++started_early_;
+  });
+}
+
+void PieceSchedule::finish() {
+  if (!armed_) arm();
+  for (size_t p = 0; p < tracker_.size(); ++p)
+    if (!started_[p]) start(p);
+  armed_ = false;
+}
+
+bool PieceSchedule::start(size_t p) {
+  started_[p] = 1;
+  const size_t begin = tracker_.begin(p), end = tracker_.end(p);
+  if (!start_(begin, end)) return false;
+  ++messages_;
+  elements_ += double(end - begin);
+  return true;
+}
+
 }  // namespace sieve

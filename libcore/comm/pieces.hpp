@@ -4,6 +4,8 @@
 #pragma once
 #include <algorithm>
 #include <cstddef>
+#include <cstdint>
+#include <functional>
 #include <utility>
 #include <vector>
 
@@ -55,6 +57,40 @@ void PieceTracker::report(size_t offset, size_t count, Fn&& on_complete) {
     if (!was && k.reported >= k.needed) on_complete(p);
   }
 }
+
+// The bucket protocol of a reduction that starts each piece as soon as it is complete
+// (train/grad_sync.hpp: arm, ready from the grad-ready hook, finish), for a reducer that only
+// has to say how one piece is reduced (`start`): a device backend's own reducer
+// (cuda/grad_reducer.cpp). Every piece is started exactly once per step: those that ready()
+// completes, in the order they complete (the same on every rank, as backward is
+// deterministic: collectives need one order), then finish() starts the rest in ascending
+// order. Without a preceding arm(), finish() arms first, so every piece is still reduced.
+class PieceSchedule {
+ public:
+  // start(begin, end): reduce [begin, end) of the buffer; false where nothing was sent (one
+  // rank; an empty piece).
+  using Start = std::function<bool(size_t begin, size_t end)>;
+  PieceSchedule(const std::vector<size_t>& cuts,
+                const std::vector<std::pair<size_t, size_t>>& covered, Start start);
+  void arm();
+  void ready(size_t offset, size_t count);
+  void finish();
+  size_t size() const { return tracker_.size(); }
+  // Over all steps so far: reductions sent, those sent by ready() (while backward ran), and
+  // the elements they covered.
+  int64_t messages() const { return messages_; }
+  int64_t started_early() const { return started_early_; }
+  double elements() const { return elements_; }
+
+ private:
+  bool start(size_t piece);
+  PieceTracker tracker_;
+  Start start_;
+  std::vector<char> started_;
+  bool armed_ = false;
+  int64_t messages_ = 0, started_early_ = 0;
+  double elements_ = 0;
+};
 
 // Cuts [0, total) every `per` elements (the last piece may be shorter).
 std::vector<size_t> even_cuts(size_t total, size_t per);

@@ -11,7 +11,8 @@
 namespace sieve::cuda {
 
 int local_rank_from_env(int fallback) {
-  for (const char* name : {"OMPI_COMM_WORLD_LOCAL_RANK", "SLURM_LOCALID"}) {
+  for (const char* name : {"OMPI_COMM_WORLD_LOCAL_RANK", "SLURM_LOCALID", "MPI_LOCALRANKID",
+                           "MV2_COMM_WORLD_LOCAL_RANK", "PMI_LOCAL_RANK"}) {
     const char* v = std::getenv(name);
     if (!v || !*v) continue;
     errno = 0;

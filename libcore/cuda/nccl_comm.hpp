@@ -22,8 +22,10 @@
 namespace sieve::cuda {
 
 // This process's rank on its node: OMPI_COMM_WORLD_LOCAL_RANK (mpirun of Open MPI), else
-// SLURM_LOCALID (srun), else `fallback` (Comm::local_rank(), from MPI_Comm_split_type
-// SHARED, right under any launcher). Malformed values are an Error naming the variable.
+// SLURM_LOCALID (srun), MPI_LOCALRANKID (MPICH's hydra), MV2_COMM_WORLD_LOCAL_RANK
+// (MVAPICH), PMI_LOCAL_RANK (PMI launchers), else `fallback` (Comm::local_rank(), from
+// MPI_Comm_split_type SHARED, right under any launcher). Malformed values are an Error naming
+// the variable.
 int local_rank_from_env(int fallback);
 
 // The GPU of a local rank among `device_count` visible ones: round-robin, so 8 ranks on a node

@@ -152,7 +152,7 @@ __global__ void sgd_apply_kernel(const Segment* segs, int n, float* w, const flo
     const float vi = __fadd_rn(__fmul_rn(mu, v[i]), g);
     v[i] = vi;
     g = nesterov ? __fadd_rn(g, __fmul_rn(mu, vi)) : vi;
-    scratch[i] = g;
+    if (scratch) scratch[i] = g;  // null: nobody reads g (the device home passes none)
     // 4. decoupled decay; 5. the step
     float wn = wi;
     if (s.decoupled != 0.f) wn = __fsub_rn(wn, __fmul_rn(s.decay, wn));

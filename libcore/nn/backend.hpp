@@ -115,6 +115,7 @@ class DeviceReducer {
   // Reductions started so far, and of those, by ready() while backward still ran.
   virtual int64_t messages() const = 0;
   virtual int64_t started_early() const = 0;
+  virtual double bytes() const = 0;  // payload of those reductions (per rank)
 };
 
 class Backend : public Memory {

@@ -71,6 +71,7 @@ class HostBackend : public Backend {
 
  private:
   DType dtype_;
+  std::vector<float> sgd_scratch_;  // sgd_apply's g where the caller passes none
 };
 
 // PyTorch's running-stat update from batch mean and biased variance over m samples:

@@ -109,7 +109,11 @@ void HostBackend::sgd_norms(const float* params, const float* grads, const SgdTe
 
 void HostBackend::sgd_apply(const SgdBuffers& b, size_t total, const SgdTerm* terms, size_t n,
                             const SgdStep& s) {
-  sgd_apply_host(b, 0, total, terms, n, s);
+  if (b.scratch) return sgd_apply_host(b, 0, total, terms, n, s);
+  sgd_scratch_.resize(total);
+  SgdBuffers with_scratch = b;
+  with_scratch.scratch = sgd_scratch_.data();
+  sgd_apply_host(with_scratch, 0, total, terms, n, s);
 }
 
 std::unique_ptr<DeviceReducer> HostBackend::device_reducer(

@@ -44,7 +44,10 @@ struct SgdBuffers {
   float* params = nullptr;
   const float* grads = nullptr;
   float* velocity = nullptr;  // momentum, kept between steps
-  float* scratch = nullptr;   // the effective gradient g of the step, overwritten
+  // The effective gradient g of the step, overwritten. May be null for a backend's sgd_apply
+  // (a device keeps g in registers; the host backends then use a buffer of their own); the
+  // host loops (sgd_apply_host) need it.
+  float* scratch = nullptr;
 };
 
 // For every lars term i (others: untouched): norms[2i] = |w|, norms[2i+1] = |g| over the

@@ -5,6 +5,7 @@
 
 #include "nn/backend.hpp"
 #include "util/error.hpp"
+#include "util/log.hpp"
 #include "util/trace.hpp"
 
 namespace sieve::train {
@@ -92,6 +93,7 @@ class DeviceBuckets final : public GradSync {
     trace::complete("queue device reductions", "wait", t0, trace::now_us());
     stats_.messages = r_->messages();
     stats_.started_early = r_->started_early();
+    stats_.bytes = r_->bytes();
   }
   void update(SgdOptimizer&, float*, float*, double) override {
     SIEVE_ASSERT(false, "the device parameter home updates through the backend");
@@ -106,19 +108,16 @@ class DeviceBuckets final : public GradSync {
 class DeviceHome final : public ParamHome {
  public:
   DeviceHome(nn::Model& m, SgdOptimizer& opt, std::string key)
-      : m_(m),
-        be_(m.backend()),
-        key_(std::move(key)),
-        velocity_(be_, nn::DType::f32),
-        scratch_(be_, nn::DType::f32) {
+      : m_(m), be_(m.backend()), key_(std::move(key)), velocity_(be_, nn::DType::f32) {
     const int64_t n = int64_t(m.num_params());
     velocity_.resize({n});
-    scratch_.resize({n});
     be_.to_device(velocity_.data(), opt.momentum().data(), size_t(n) * sizeof(float));
   }
   const char* name() const override { return "device"; }
   std::unique_ptr<GradSync> make_reducer(const CommOptions& o, const Comm& comm) override {
-    if (comm.size() > 1 && o.strategy != "buckets")
+    // Whatever the rank count: the other strategies update through GradSync::update (the
+    // parameter server on its shard owners), which this home replaces by the backend's step.
+    if (o.strategy != "buckets")
       throw UsageError(cat(key_, " device: gradients are reduced by the backend in buckets; the ",
                            "comm.strategy ", o.strategy,
                            " needs the host or staged parameter home"));
@@ -149,7 +148,7 @@ class DeviceHome final : public ParamHome {
     std::vector<double> norms(2 * terms.size(), 0.0);
     be_.sgd_norms(m_.params(), m_.grads(), terms.data(), terms.size(), norms.data());
     opt.set_trust(terms, norms);
-    be_.sgd_apply({m_.params(), m_.grads(), velocity_.data(), scratch_.data()}, n, terms.data(),
+    be_.sgd_apply({m_.params(), m_.grads(), velocity_.data(), nullptr}, n, terms.data(),
                   terms.size(), opt.step_at(lr));
   }
   void optimizer_to_host(SgdOptimizer& opt) override {
@@ -160,7 +159,7 @@ class DeviceHome final : public ParamHome {
   nn::Model& m_;
   nn::Backend& be_;
   std::string key_;
-  nn::Tensor velocity_, scratch_;
+  nn::Tensor velocity_;
 };
 
 }  // namespace
@@ -175,8 +174,16 @@ std::unique_ptr<ParamHome> make_param_home(const std::string& which, const std::
                            " backend's parameters are not in host memory (use staged or device)"));
     return std::make_unique<HostHome>(model);
   }
-  if (which == "staged") return std::make_unique<StagedHome>(model);
-  if (which == "device") return std::make_unique<DeviceHome>(model, opt, key);
+  if (which == "staged") {
+    log::info(cat(key, " staged: the ", model.backend().name(),
+                  " model's parameters are updated on fp32 host copies, staged every step"));
+    return std::make_unique<StagedHome>(model);
+  }
+  if (which == "device") {
+    log::info(cat(key, " device: parameters, gradients and momentum stay in the ",
+                  model.backend().name(), " backend's memory; SGD runs there"));
+    return std::make_unique<DeviceHome>(model, opt, key);
+  }
   throw UsageError(cat(key, " '", which, "': expected auto, host, staged or device"));
 }
 

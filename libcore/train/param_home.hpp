@@ -9,8 +9,10 @@
 //            and strategy, at two copies of the parameters per step and no overlap.
 //   device   everything stays in the backend's memory: the backend's own reducer (NCCL on
 //            cuda) sums bucket by bucket as backward produces them, the non-finite check and
-//            SGD/LARS are backend ops (nn::Backend::sum, sgd_norms, sgd_apply), and only two
-//            norms per LARS tensor and one sum cross to the host. On a host backend the same
+//            SGD/LARS are backend ops (nn::Backend::sum, sgd_norms, sgd_apply), and of the
+//            update only two norms per LARS tensor and one sum cross to the host (the BN
+//            running statistics are still broadcast through host copies on > 1 rank:
+//            Trainer::broadcast_buffers). On a host backend the same
 //            home runs with the host's bucket reducer: the CPU as a fake device, which the
 //            tests pin bitwise to `host` (so the logic of this home is tested without a GPU).
 //   auto     host on a host backend; staged on cuda until the device home has been verified on

@@ -128,7 +128,7 @@ TEST(TrainParallel, StreamedRanksStepTogetherDeterministically) {
 // backend memory, the non-finite check and SGD (here with LARS, whose trust ratios come back
 // from the backend's norms) as backend ops, the host's bucket reducer on the backend's
 // gradient buffer. Bitwise the host home on R ranks; a strategy other than buckets is refused
-// naming the key where ranks reduce.
+// naming the key (on any rank count: the other strategies update through the host).
 TEST(TrainParallel, DeviceHomeOnTheCpuMatchesTheHostHomeBitwise) {
   Comm world = Comm::world();
   std::string dir = test::scratch_dir(cat("train_parallel_device_home_np", world.size()));

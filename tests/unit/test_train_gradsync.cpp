@@ -66,6 +66,45 @@ TEST(GradSync, PieceTrackerCompletesEachPieceOnceWhenItsCoveredElementsAreIn) {
   EXPECT_EQ(done, std::vector<size_t>({0}));
 }
 
+// The schedule a device's own reducer runs (cuda/grad_reducer.cpp), with a start() that
+// records: each piece started once per step, those that ready() completes as they complete
+// and counted as early, the rest by finish() in ascending order; an unarmed ready() starts
+// nothing; finish() without arm() still starts every piece; pieces whose start sent nothing
+// are not counted.
+TEST(GradSync, PieceScheduleStartsEveryPieceOncePerStep) {
+  std::vector<std::pair<size_t, size_t>> started;
+  bool send = true;
+  PieceSchedule sched(even_cuts(3100, 1024), {{0, 1500}, {1504, 1596}},
+                      [&](size_t begin, size_t end) {
+                        started.push_back({begin, end});
+                        return send;
+                      });
+  ASSERT_EQ(sched.size(), 4u);  // [0,1024) [1024,2048) [2048,3072) [3072,3100)
+  sched.ready(1504, 1596);      // not armed: ignored
+  EXPECT_TRUE(started.empty());
+  sched.arm();
+  sched.ready(2500, 600);  // completes [3072,3100) only
+  sched.ready(1504, 996);  // completes [2048,3072); [1024,2048) still needs 1024..1499
+  sched.finish();          // the rest, ascending: [0,1024), [1024,2048)
+  using R = std::vector<std::pair<size_t, size_t>>;
+  EXPECT_EQ(started, R({{3072, 3100}, {2048, 3072}, {0, 1024}, {1024, 2048}}));
+  EXPECT_EQ(sched.messages(), 4);
+  EXPECT_EQ(sched.started_early(), 2);
+  EXPECT_EQ(sched.elements(), 3100.0);
+  started.clear();
+  sched.finish();  // a step whose hook never fired (no arm): every piece, once, ascending
+  EXPECT_EQ(started, R({{0, 1024}, {1024, 2048}, {2048, 3072}, {3072, 3100}}));
+  EXPECT_EQ(sched.started_early(), 2);
+  started.clear();
+  send = false;  // one rank: start() sends nothing, so nothing is counted
+  sched.arm();
+  sched.ready(0, 3100);
+  sched.finish();
+  EXPECT_EQ(started.size(), 4u);
+  EXPECT_EQ(sched.messages(), 8);
+  EXPECT_EQ(sched.started_early(), 2);
+}
+
 TEST(GradSync, EveryStrategyLeavesOneRanksGradientsUntouched) {
   Comm self(MPI_COMM_SELF);
   std::vector<std::pair<size_t, size_t>> cov = {{0, 300}, {304, 200}};
