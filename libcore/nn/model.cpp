@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <map>
 
@@ -112,6 +113,24 @@ struct Rng {
 };
 }  // namespace
 
+namespace {
+// The weight of the last BN of each residual block ("layer2.1.bn2.weight" in a basic block,
+// "layer2.1.bn3.weight" in a bottleneck; the downsample's BN is not on the residual branch).
+void zero_last_bn_of_blocks(const Model& model, float* params) {
+  std::map<std::string, std::pair<int, const ParamInfo*>> last;  // block -> (bn index, weight)
+  for (const ParamInfo& p : model.param_info()) {
+    if (!p.name.starts_with("layer") || !p.name.ends_with(".weight")) continue;
+    const size_t dot = p.name.rfind('.', p.name.size() - 8);  // before "bnK.weight"
+    if (dot == std::string::npos || p.name.compare(dot + 1, 2, "bn") != 0) continue;
+    const int k = std::atoi(p.name.c_str() + dot + 3);
+    auto& slot = last[p.name.substr(0, dot)];
+    if (!slot.second || k > slot.first) slot = {k, &p};
+  }
+  for (const auto& [block, bn] : last)
+    std::fill(params + bn.second->offset, params + bn.second->offset + bn.second->size, 0.f);
+}
+}  // namespace
+
 void init_params(Model& model, uint64_t seed) {
   std::map<std::string, const ParamInfo*> by_name;
   for (const ParamInfo& p : model.param_info()) by_name[p.name] = &p;
@@ -136,6 +155,7 @@ void init_params(Model& model, uint64_t seed) {
       std::fill(d, d + p.size, is_bias ? 0.f : 1.f);
     }
   }
+  if (model.spec().zero_init_residual) zero_last_bn_of_blocks(model, P);
   model.params_from_host(host.data());
   for (BufferInfo& b : model.buffers()) {
     const std::vector<float> v(b.size, b.name.ends_with("running_var") ? 1.f : 0.f);
@@ -190,6 +210,7 @@ ModelSpec model_spec_from(const Config& cfg, const std::string& section) {
   spec.stem = cfg.get_string(section + ".model.stem");
   spec.mlp_hidden.clear();
   for (auto h : cfg.get_int_list(section + ".model.hidden")) spec.mlp_hidden.push_back(int(h));
+  spec.zero_init_residual = cfg.get_bool(section + ".model.zero_init_residual");
   return spec;
 }
 

@@ -53,6 +53,9 @@ struct ModelSpec {
   int in_channels = 3, in_height = 32, in_width = 32;  // image input [N, C, H, W] (NCHW)
   int in_features = 0;  // > 0: tabular input [N, F] (MLP only; images are flattened otherwise)
   std::vector<int> mlp_hidden = {256};  // MLP hidden widths: {256} = 2 FC layers (fc1, fc2)
+  // ResNet: the last BN of every residual block starts with weight (gamma) 0, so that each
+  // block starts as the identity (init_params).
+  bool zero_init_residual = false;
   std::string backend = "cpu";  // op backend: "cpu" (oneDNN + OpenBLAS), "ref" (naive loops,
                                 // for tests), "cuda"; see backend.hpp for the list
   DType dtype = DType::f32;     // activation dtype (bf16: mixed precision, fp32 master
@@ -78,7 +81,7 @@ struct ParamInfo {
 // Non-trainable state: BN running_mean / running_var (float) and num_batches_tracked (stored
 // as one float holding an integer count; PyTorch stores int64 — converters cast by name).
 struct BufferInfo {
-  std::string name;  // "bn1.running_mean", "layer1.0.bn1.num_batches_tracked"
+  std::string name;       // "bn1.running_mean", "layer1.0.bn1.num_batches_tracked"
   float* data = nullptr;  // on the model's device (buffer_to_host / buffer_from_host copy)
   size_t size = 0;
   std::vector<int64_t> shape;
@@ -109,9 +112,9 @@ class Model {
   virtual std::vector<BufferInfo> buffers() = 0;  // views into the model's own storage
 
   // x: [n, C, H, W] host float NCHW (or [n, F] tabular); returns host logits
-  // [n, num_classes] in fp32, owned by the model and valid until the next forward. training=true: BN uses batch statistics and
-  // updates running stats (momentum 0.1, unbiased running var, as PyTorch); caches what
-  // backward needs. training=false: BN uses running stats.
+  // [n, num_classes] in fp32, owned by the model and valid until the next forward. training=true:
+  // BN uses batch statistics and updates running stats (momentum 0.1, unbiased running var, as
+  // PyTorch); caches what backward needs. training=false: BN uses running stats.
   const float* forward(const float* x, int n, bool training);
 
   // dlogits: [n, num_classes] for the n of the last training forward. Parameter gradients
@@ -187,8 +190,8 @@ class Model {
   ModelSpec spec_;
   std::vector<ParamInfo> info_;
   Backend* backend_ = nullptr;
-  Tensor params_, grads_;                       // fp32, on the backend's device
-  Tensor dlogits_;                              // activations of the backend's dtype
+  Tensor params_, grads_;  // fp32, on the backend's device
+  Tensor dlogits_;         // activations of the backend's dtype
   std::vector<float> logits_host_, features_host_;
   std::function<void(size_t, size_t)> hook_;
   UnitHook unit_hook_ = nullptr;
@@ -205,7 +208,10 @@ std::unique_ptr<Model> make_model(const ModelSpec& spec);
 
 // Deterministic initialisation from a seed, as torchvision: conv weights Kaiming normal
 // (fan_out, ReLU gain); BN weight 1, bias 0 (running mean 0, var 1); Linear weight and bias
-// uniform(-1/sqrt(fan_in), 1/sqrt(fan_in)). Independent of thread count.
+// uniform(-1/sqrt(fan_in), 1/sqrt(fan_in)); with spec().zero_init_residual, the weight of the
+// last BN of each residual block 0 (torchvision's zero_init_residual; Goyal et al. 2017,
+// section 5.1: every block starts as the identity, which steadies the first steps of
+// large-batch training). Independent of thread count.
 void init_params(Model& model, uint64_t seed);
 
 // Softmax cross-entropy with label smoothing eps (target = (1-eps)*onehot + eps/k).

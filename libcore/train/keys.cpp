@@ -17,6 +17,10 @@ void add_trainer_keys(ConfigSchema& s, const std::string& p, const std::string& 
                "ResNet stem: cifar (3x3 conv, no max-pool) or imagenet (7x7/2 conv + max-pool)",
                {"cifar", "imagenet"});
   s.add_int_list(p + ".model.hidden", {256}, "MLP: hidden layer sizes", 1);
+  s.add_bool(p + ".model.zero_init_residual", false,
+             "ResNet: start the last BN of every residual block at weight 0, so that each block "
+             "starts as the identity (Goyal et al. 2017; torchvision's zero_init_residual): "
+             "steadier first steps at large batch");
   s.add_string(p + ".backend", "cpu",
                "compute backend: cpu (oneDNN + OpenBLAS), cuda (cuDNN + cuBLAS, one GPU per "
                "rank) or ref (naive loops, for tests)",

@@ -19,8 +19,7 @@ DatasetMeta read_dataset_meta(const std::string& path) {
   o.check_labels = false;  // read_split checks the labels it reads
   const auto ds = data::DatasetFile::open(path, o);
   DatasetMeta m = ds.meta();
-  SIEVE_CHECK(m.num_classes >= 2, path, ": attr num_classes: expected >= 2, found ",
-              m.num_classes);
+  SIEVE_CHECK(m.num_classes >= 2, path, ": attr num_classes: expected >= 2, found ", m.num_classes);
   return m;
 }
 
@@ -65,11 +64,13 @@ SplitData read_rows(const data::DatasetFile& ds, data::Split s, int64_t begin, i
     d.w = int(ds.width());
     d.c = int(ds.channels());
     d.images.resize(size_t(d.n) * row_elems);
-    read_blocks(d.images.data(), [&](int64_t a, int64_t b, uint8_t* o) { ds.read_images(s, a, b, o); });
+    read_blocks(d.images.data(),
+                [&](int64_t a, int64_t b, uint8_t* o) { ds.read_images(s, a, b, o); });
   } else {
     d.f = int(ds.features());
     d.features.resize(size_t(d.n) * row_elems);
-    read_blocks(d.features.data(), [&](int64_t a, int64_t b, float* o) { ds.read_features(s, a, b, o); });
+    read_blocks(d.features.data(),
+                [&](int64_t a, int64_t b, float* o) { ds.read_features(s, a, b, o); });
   }
   d.labels = ds.read_labels(s, begin, end);
   d.sample_id = ds.read_sample_ids(s, begin, end);
@@ -123,7 +124,8 @@ void check_global_batch(int64_t global_batch, int64_t samples, const std::string
   if (global_batch > samples)
     throw UsageError(cat(key, " = ", global_batch, ": larger than ", what, " (", samples,
                          "); every step would take all of them, a smaller batch than asked. "
-                         "Use a global batch of at most ", samples, " or more data"));
+                         "Use a global batch of at most ",
+                         samples, " or more data"));
 }
 
 void warn_uneven_split(int64_t global_batch, int ranks, const std::string& key) {
@@ -143,16 +145,25 @@ Sampler::Sampler(std::vector<int64_t> active, int64_t global_batch, uint64_t see
   steps_ = n / global_;
 }
 
+std::vector<int64_t> keyed_order(const std::vector<int64_t>& rows, uint64_t key) {
+  std::vector<std::pair<uint64_t, int64_t>> keyed(rows.size());
+  for (size_t i = 0; i < rows.size(); ++i)
+    keyed[i] = {mix64(key ^ mix64(uint64_t(rows[i]) + 0x9e3779b97f4a7c15ull)), int64_t(i)};
+  std::sort(keyed.begin(), keyed.end());  // distinct rows: ties (equal draws) broken by position
+  std::vector<int64_t> order(rows.size());
+  for (size_t i = 0; i < keyed.size(); ++i) order[i] = keyed[i].second;
+  return order;
+}
+
+uint64_t epoch_order_key(uint64_t seed, int64_t epoch) {
+  return mix64(seed ^ mix64(uint64_t(epoch) + 0x5151));
+}
+
 void Sampler::ensure_epoch(int64_t epoch) {
   if (perm_epoch_ == epoch) return;
-  perm_ = active_;
-  // Fisher-Yates with our own generator: identical on every platform and rank.
-  uint64_t state = mix64(seed_ ^ mix64(uint64_t(epoch) + 0x5151));
-  for (size_t i = perm_.size(); i > 1; --i) {
-    state = mix64(state);
-    size_t j = size_t(state % i);
-    std::swap(perm_[i - 1], perm_[j]);
-  }
+  const std::vector<int64_t> order = keyed_order(active_, epoch_order_key(seed_, epoch));
+  perm_.resize(order.size());
+  for (size_t i = 0; i < order.size(); ++i) perm_[i] = active_[size_t(order[i])];
   perm_epoch_ = epoch;
 }
 
@@ -216,8 +227,8 @@ Prefetcher::~Prefetcher() {
   if (fut_.valid()) fut_.wait();
 }
 
-void Prefetcher::request(std::shared_ptr<const SplitData> d, std::vector<int64_t> idx,
-                         bool augment, uint64_t seed, int64_t epoch) {
+void Prefetcher::request(std::shared_ptr<const SplitData> d, std::vector<int64_t> idx, bool augment,
+                         uint64_t seed, int64_t epoch) {
   SIEVE_ASSERT(!fut_.valid(), "one prefetch at a time");
   fut_ = std::async(std::launch::async,
                     [this, d = std::move(d), idx = std::move(idx), augment, seed, epoch] {

@@ -8,7 +8,7 @@
 // sample order independent of the rank count; sharded inputs (virtual datasets) read the
 // same way.
 //
-// Order: epoch e uses permutation P_e = shuffle(active samples, seed, e). Global batch b of
+// Order: epoch e uses permutation P_e = keyed_order(active samples, seed, e). Global batch b of
 // the epoch is P_e[b*G, (b+1)*G); rank r of R takes the contiguous part block_range(G, r, R)
 // of it. So the multiset of samples per step, and the order of samples inside the global
 // batch, do not depend on R. Augmentation draws come from hash(seed, epoch, sample_id), so
@@ -34,8 +34,8 @@ struct SplitData {
   int f = 0;                // tabular: [n,f] float32
   std::vector<uint8_t> images;
   std::vector<float> features;
-  std::vector<int32_t> labels;      // [n]
-  std::vector<int64_t> sample_id;   // [n]
+  std::vector<int32_t> labels;     // [n]
+  std::vector<int64_t> sample_id;  // [n]
   size_t sample_floats() const { return image ? size_t(c) * h * w : size_t(f); }
 };
 
@@ -77,6 +77,16 @@ void check_global_batch(int64_t global_batch, int64_t samples, const std::string
 // the ranks' BatchNorm statistics see slightly different batch sizes.
 void warn_uneven_split(int64_t global_batch, int ranks, const std::string& key);
 
+// The order of an epoch: every row's place is its own draw, hash(key, row), and rows go in
+// ascending draw. So the order of any subset of rows is the order of the whole with the other
+// rows left out: two runs that differ only in which rows take part (the sweep's full,
+// filtered and random arms of one seed) meet their common rows in the same order (common
+// random numbers), and their paired difference measures the rows removed rather than another
+// shuffle. Returns positions into `rows` in that order. Identical on every platform and rank.
+std::vector<int64_t> keyed_order(const std::vector<int64_t>& rows, uint64_t key);
+// The key of epoch e's order under a training seed.
+uint64_t epoch_order_key(uint64_t seed, int64_t epoch);
+
 class Sampler {
  public:
   // `active`: indices into the split that take part (all, or a keep-mask's survivors).
@@ -100,8 +110,8 @@ class Sampler {
 
 struct Batch {
   int n = 0;
-  std::vector<float> x;        // [n, C, H, W] NCHW normalised (or [n, F])
-  std::vector<int32_t> y;      // [n]
+  std::vector<float> x;    // [n, C, H, W] NCHW normalised (or [n, F])
+  std::vector<int32_t> y;  // [n]
 };
 
 // Assemble samples `idx` into a batch: random crop (pad 4, zero padding) + horizontal flip

@@ -20,16 +20,12 @@ std::mutex& hdf5_mutex() {
   return m;
 }
 
-// The Fisher-Yates shuffle of loader.cpp's Sampler, from a given initial state: the same
-// state gives the same permutation, which is what makes one window equal the in-memory order.
+// Fisher-Yates from a given initial state (the chunks' order: which rank reads which chunk).
 void shuffle(std::vector<int64_t>& v, uint64_t state) {
   for (size_t i = v.size(); i > 1; --i) {
     state = mix64(state);
     std::swap(v[i - 1], v[size_t(state % i)]);
   }
-}
-uint64_t epoch_state(uint64_t seed, int64_t epoch) {  // = the Sampler's
-  return mix64(seed ^ mix64(uint64_t(epoch) + 0x5151));
 }
 
 // An empty split of the dataset's geometry holding n rows.
@@ -124,9 +120,9 @@ bool use_stream(const std::string& loader, int64_t split_bytes, int64_t budget_b
   return split_bytes > budget_bytes;
 }
 
-StreamSource::StreamSource(const std::string& path, data::Split split,
-                           std::vector<int64_t> active, int64_t global_batch, uint64_t seed,
-                           int rank, int size, StreamGeometry geometry)
+StreamSource::StreamSource(const std::string& path, data::Split split, std::vector<int64_t> active,
+                           int64_t global_batch, uint64_t seed, int rank, int size,
+                           StreamGeometry geometry)
     : path_(path),
       split_(split),
       active_(std::move(active)),
@@ -148,7 +144,8 @@ StreamSource::StreamSource(const std::string& path, data::Split split,
   steps_ = n / global_;
   if (size_ > 1)
     for (int64_t b : parts_)
-      if (b > 0) steps_ = std::min(steps_, std::max<int64_t>(0, n * b / global_ - geo_.chunk_rows) / b);
+      if (b > 0)
+        steps_ = std::min(steps_, std::max<int64_t>(0, n * b / global_ - geo_.chunk_rows) / b);
   SIEVE_CHECK(steps_ > 0, path_, ": streaming ", n, " samples over ", size_, " ranks in chunks of ",
               geo_.chunk_rows, " rows leaves no full global batch of ", global_,
               " per epoch; raise data.memory_budget_mb or use data.loader: memory");
@@ -178,8 +175,8 @@ void StreamSource::plan_epoch(int64_t epoch) {
   // Active rows per chunk (active_ is sorted).
   std::vector<int64_t> first(size_t(chunks) + 1);
   for (int64_t c = 0; c <= chunks; ++c)
-    first[size_t(c)] = std::lower_bound(active_.begin(), active_.end(), std::min(rows, c * K)) -
-                       active_.begin();
+    first[size_t(c)] =
+        std::lower_bound(active_.begin(), active_.end(), std::min(rows, c * K)) - active_.begin();
   std::vector<int64_t> perm(static_cast<size_t>(chunks));
   std::iota(perm.begin(), perm.end(), 0);
   shuffle(perm, mix64(seed_ ^ mix64(uint64_t(epoch) + 0xC4C4)));
@@ -207,18 +204,19 @@ void StreamSource::plan_epoch(int64_t epoch) {
   // reads; and with one window, storage = the active rows in order, as the in-memory path).
   std::vector<int64_t> carry;
   int64_t step = 0;
-  for (size_t w0 = 0, k = 0; w0 < mine.size() && step < steps_; w0 += size_t(geo_.window_chunks), ++k) {
-    std::vector<int64_t> group(mine.begin() + ptrdiff_t(w0),
-                               mine.begin() + ptrdiff_t(std::min(mine.size(), w0 + size_t(geo_.window_chunks))));
+  for (size_t w0 = 0, k = 0; w0 < mine.size() && step < steps_;
+       w0 += size_t(geo_.window_chunks), ++k) {
+    std::vector<int64_t> group(
+        mine.begin() + ptrdiff_t(w0),
+        mine.begin() + ptrdiff_t(std::min(mine.size(), w0 + size_t(geo_.window_chunks))));
     std::sort(group.begin(), group.end());
     Window win;
     win.rows = carry;
     for (int64_t c : group)
       win.rows.insert(win.rows.end(), active_.begin() + first[size_t(c)],
                       active_.begin() + first[size_t(c) + 1]);
-    win.order.resize(win.rows.size());
-    std::iota(win.order.begin(), win.order.end(), 0);
-    shuffle(win.order, epoch_state(seed_, epoch) + uint64_t(k));
+    // The Sampler's keyed order inside the window: with one window (k = 0) the in-memory order.
+    win.order = keyed_order(win.rows, epoch_order_key(seed_, epoch) + uint64_t(k));
     win.first_step = step;
     win.steps = part_ > 0 ? std::min<int64_t>(int64_t(win.rows.size()) / part_, steps_ - step) : 0;
     step += win.steps;
@@ -233,7 +231,7 @@ void StreamSource::plan_epoch(int64_t epoch) {
 }
 
 std::shared_ptr<const SplitData> StreamSource::load(size_t w,
-                                                   std::shared_ptr<const SplitData> prev) const {
+                                                    std::shared_ptr<const SplitData> prev) const {
   const Window& win = windows_[w];
   std::lock_guard<std::mutex> lock(hdf5_mutex());
   const data::DatasetFile ds = data::DatasetFile::open(path_);
@@ -282,8 +280,8 @@ std::shared_ptr<const SplitData> StreamSource::window_data(size_t w) {
   if (w + 1 < windows_.size() && !resident_[w + 1] && !(ahead_.valid() && ahead_window_ == w + 1)) {
     if (ahead_.valid()) ahead_.wait();
     ahead_window_ = w + 1;
-    ahead_ = std::async(std::launch::async,
-                        [this, w, cur = resident_[w]] { return load(w + 1, cur); });
+    ahead_ =
+        std::async(std::launch::async, [this, w, cur = resident_[w]] { return load(w + 1, cur); });
   }
   return resident_[w];
 }
@@ -297,7 +295,8 @@ StepPart StreamSource::rank_part(int64_t epoch, int64_t step) {
   StepPart p;
   p.data = window_data(w);
   const size_t base = size_t((step - win.first_step) * part_);
-  p.rows.assign(win.order.begin() + ptrdiff_t(base), win.order.begin() + ptrdiff_t(base + size_t(part_)));
+  p.rows.assign(win.order.begin() + ptrdiff_t(base),
+                win.order.begin() + ptrdiff_t(base + size_t(part_)));
   return p;
 }
 
@@ -329,8 +328,8 @@ TrainInput load_train_input(const std::string& path, const Config& cfg) {
   t.n = in.train_rows;
   t.labels = ds.labels(data::Split::Train);
   t.sample_id = ds.sample_ids(data::Split::Train);
-  log::info(cat(path, ": ", t.n, " train / ", in.test_rows, " test samples, ",
-                in.meta.num_classes, " classes, streamed (", split_bytes >> 20,
+  log::info(cat(path, ": ", t.n, " train / ", in.test_rows, " test samples, ", in.meta.num_classes,
+                " classes, streamed (", split_bytes >> 20,
                 " MB of training samples; data.memory_budget_mb ", in.budget_bytes >> 20,
                 ": chunks of ", in.geometry.chunk_rows, " rows, windows of ",
                 in.geometry.window_chunks, " chunks = ",

@@ -212,6 +212,38 @@ TEST(NnModel, ParamNamesLayoutAndHook) {
   }
 }
 
+// zero_init_residual zeroes exactly the last BN weight of every residual block (bn2 in a basic
+// block, bn3 in a bottleneck), nothing else: the stem's BN, the other BNs, the downsample BNs
+// and every bias keep torchvision's init, and the same seed gives the same other parameters.
+TEST(NnModel, ZeroInitResidualZeroesTheLastBnOfEachBlock) {
+  for (const char* arch : {"resnet18", "resnet50"}) {
+    ModelSpec s = tiny_resnet("cpu");
+    s.arch = arch;
+    s.width = 0.0625;
+    auto plain = make_model(s);
+    init_params(*plain, 3);
+    s.zero_init_residual = true;
+    auto zeroed = make_model(s);
+    init_params(*zeroed, 3);
+    const std::string last = std::string(arch) == "resnet18" ? ".bn2.weight" : ".bn3.weight";
+    int blocks = 0;
+    std::vector<float> a = plain->params_to_host(), b = zeroed->params_to_host();
+    for (const auto& p : zeroed->param_info()) {
+      const bool residual_end = p.name.starts_with("layer") && p.name.ends_with(last);
+      blocks += residual_end;
+      for (size_t i = p.offset; i < p.offset + p.size; ++i) {
+        if (residual_end) {
+          ASSERT_EQ(b[i], 0.f) << arch << " " << p.name;
+          ASSERT_EQ(a[i], 1.f) << arch << " " << p.name;
+        } else {
+          ASSERT_EQ(a[i], b[i]) << arch << " " << p.name;
+        }
+      }
+    }
+    EXPECT_EQ(blocks, std::string(arch) == "resnet18" ? 8 : 16) << arch;
+  }
+}
+
 TEST(NnModel, AllArchsAndStemsRun) {
   for (const char* arch : {"resnet18", "resnet34", "resnet50", "resnet101", "resnet152"}) {
     ModelSpec s = tiny_resnet("cpu");
