@@ -53,6 +53,40 @@ TEST(TrainData, GlobalOrderDoesNotDependOnRankCount) {
   }
 }
 
+// The epoch order is a draw per row: a subset of the rows (a filtered or random arm) comes in
+// the order of the whole with the other rows left out, so the sweep's arms meet their common
+// rows in the same order; the order is a permutation, changes with the epoch, and is the same
+// for the same key. The Sampler's global batches follow it.
+TEST(TrainData, KeyedOrderOfASubsetIsTheWholeOrderWithoutTheOthers) {
+  std::vector<int64_t> rows(1000);
+  for (size_t i = 0; i < rows.size(); ++i) rows[i] = int64_t(i) * 7 + 3;  // any row ids
+  std::vector<int64_t> subset;
+  for (int64_t r : rows)
+    if (r % 5 != 0) subset.push_back(r);
+  const uint64_t key = epoch_order_key(11, 2);
+  auto ids = [](const std::vector<int64_t>& of, const std::vector<int64_t>& order) {
+    std::vector<int64_t> out;
+    for (int64_t p : order) out.push_back(of[size_t(p)]);
+    return out;
+  };
+  const std::vector<int64_t> whole = ids(rows, keyed_order(rows, key));
+  std::vector<int64_t> whole_without;
+  for (int64_t r : whole)
+    if (r % 5 != 0) whole_without.push_back(r);
+  EXPECT_EQ(ids(subset, keyed_order(subset, key)), whole_without);
+  std::vector<int64_t> sorted = whole;
+  std::sort(sorted.begin(), sorted.end());
+  EXPECT_EQ(sorted, rows);  // a permutation
+  EXPECT_NE(whole, rows);   // not the identity
+  EXPECT_NE(ids(rows, keyed_order(rows, epoch_order_key(11, 3))), whole);
+  EXPECT_EQ(ids(rows, keyed_order(rows, key)), whole);
+  Sampler all(rows, 100, 11), fewer(subset, 100, 11);
+  const std::vector<int64_t> first = all.rank_part(2, 0, 0, 1);
+  EXPECT_EQ(first, std::vector<int64_t>(whole.begin(), whole.begin() + 100));
+  EXPECT_EQ(fewer.rank_part(2, 0, 0, 1),
+            std::vector<int64_t>(whole_without.begin(), whole_without.begin() + 100));
+}
+
 TEST(TrainData, ReadSplitNormalisesAndAugmentsByShiftAndFlip) {
   std::string dir = test::scratch_dir("train_data_read");
   std::string path = dir + "/d.h5";
