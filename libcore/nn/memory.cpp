@@ -95,11 +95,8 @@ void HostBackend::axpy(float a, const float* x, float* y, size_t count) {
   for (size_t i = 0; i < count; ++i) y[i] += a * x[i];
 }
 
-// Sequential, as the trainer's host check sums the gradients.
 double HostBackend::sum(const float* x, size_t count) {
-  double total = 0;
-  for (size_t i = 0; i < count; ++i) total += x[i];
-  return total;
+  return sum_host(x, count);
 }
 
 void HostBackend::sgd_norms(const float* params, const float* grads, const SgdTerm* terms, size_t n,

@@ -8,6 +8,12 @@ namespace sieve::nn {
 
 // Sequential loops (no OpenMP, no reordering): the update must be bitwise reproducible and
 // identical wherever it runs on the host.
+double sum_host(const float* x, size_t count) {
+  double total = 0;
+  for (size_t i = 0; i < count; ++i) total += x[i];
+  return total;
+}
+
 void sgd_norms_host(const float* w, const float* g, const SgdTerm* terms, size_t n, double* norms) {
   for (size_t k = 0; k < n; ++k) {
     const SgdTerm& t = terms[k];

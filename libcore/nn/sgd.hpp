@@ -50,6 +50,10 @@ struct SgdBuffers {
   float* scratch = nullptr;
 };
 
+// The sum of x[0, count) in double, sequentially: the non-finite check of the gradients
+// (nn::Backend::sum on the host, and the trainer's homes whose gradients are host copies).
+double sum_host(const float* x, size_t count);
+
 // For every lars term i (others: untouched): norms[2i] = |w|, norms[2i+1] = |g| over the
 // term's elements (Euclidean, accumulated in double).
 void sgd_norms_host(const float* params, const float* grads, const SgdTerm* terms, size_t n,

@@ -92,6 +92,12 @@ class GradSync {
   SyncStats stats_;
 };
 
+// The buckets strategy's plan, shared by the host reducer (reducer.hpp) and a device's own
+// (train/param_home.cpp): comm.bucket_mb in bytes (at least 1), and [0, total) cut every
+// bucket_bytes / 4 elements, at least 1024.
+size_t bucket_bytes(const CommOptions& o);
+std::vector<size_t> bucket_cuts(size_t total, size_t bucket_bytes);
+
 // `covered`: the (offset, count) ranges the hook will report (the parameter slices; the
 // alignment padding between them is never reported), ascending by offset.
 std::unique_ptr<GradSync> make_grad_sync(const CommOptions& o, const Comm& comm, float* grads,

@@ -27,11 +27,10 @@ void SgdOptimizer::step_range(float* w, const float* grads, double lr, size_t be
                      step_at(lr));
 }
 
-// The L2 coefficient a tensor's gradient gets (0: none): decayed tensors, unless the decay is
-// decoupled (applied to the weights instead).
-double SgdOptimizer::l2_of(const ParamSlice& s) const {
-  const bool decay = opt_.decay_bn_bias || !s.is_bn_or_bias;
-  return decay && !opt_.decoupled ? opt_.weight_decay : 0.0;
+// The L2 coefficient inside a LARS term: LARS tensors are never BN or bias, so they are
+// always decayed, by L2 unless the decay is decoupled (applied to the weights instead).
+double SgdOptimizer::lars_l2() const {
+  return opt_.decoupled ? 0.0 : opt_.weight_decay;
 }
 
 std::vector<nn::SgdTerm> SgdOptimizer::terms(size_t begin, size_t end) const {
@@ -49,7 +48,7 @@ std::vector<nn::SgdTerm> SgdOptimizer::terms(size_t begin, size_t end) const {
     t.count = s.count;
     if (opt_.lars && !s.is_bn_or_bias) {
       t.kind = nn::SgdTerm::Kind::lars;
-      t.l2 = float(l2_of(s));
+      t.l2 = float(lars_l2());
     } else if (decay && !opt_.decoupled && wd != 0.0f) {
       t.kind = nn::SgdTerm::Kind::l2;
       t.l2 = wd;
@@ -65,20 +64,13 @@ void SgdOptimizer::set_trust(std::vector<nn::SgdTerm>& terms,
                              const std::vector<double>& norms) const {
   SIEVE_ASSERT(norms.size() == 2 * terms.size(), "set_trust: ", norms.size(), " norms for ",
                terms.size(), " terms");
-  size_t k = 0;
-  for (const auto& s : slices_) {
-    if (k == terms.size()) break;
-    if (s.offset != terms[k].offset) continue;  // outside the step's range
-    nn::SgdTerm& t = terms[k];
-    if (t.kind == nn::SgdTerm::Kind::lars) {
-      const double wn = norms[2 * k], gn = norms[2 * k + 1];
-      double trust = 1.0;
-      if (wn > 0 && gn > 0) trust = opt_.lars_eta * wn / (gn + l2_of(s) * wn);
-      t.trust = float(trust);
-    }
-    ++k;
+  for (size_t k = 0; k < terms.size(); ++k) {
+    if (terms[k].kind != nn::SgdTerm::Kind::lars) continue;
+    const double wn = norms[2 * k], gn = norms[2 * k + 1];
+    double trust = 1.0;
+    if (wn > 0 && gn > 0) trust = opt_.lars_eta * wn / (gn + lars_l2() * wn);
+    terms[k].trust = float(trust);
   }
-  SIEVE_ASSERT(k == terms.size(), "set_trust: terms not made by terms() of this optimizer");
 }
 
 nn::SgdStep SgdOptimizer::step_at(double lr) const {

@@ -63,7 +63,7 @@ class SgdOptimizer {
   const OptimizerOptions& options() const { return opt_; }
 
  private:
-  double l2_of(const ParamSlice& s) const;
+  double lars_l2() const;
 
   std::vector<ParamSlice> slices_;
   OptimizerOptions opt_;

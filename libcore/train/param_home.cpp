@@ -18,12 +18,6 @@ std::vector<std::pair<size_t, size_t>> covered_ranges(const nn::Model& model) {
 
 namespace {
 
-double host_sum(const float* g, size_t n) {
-  double total = 0;
-  for (size_t i = 0; i < n; ++i) total += g[i];
-  return total;
-}
-
 void install_hook(nn::Model& m, GradSync* reducer) {
   m.set_grad_ready_hook([reducer](size_t off, size_t cnt) { reducer->ready(off, cnt); });
 }
@@ -38,7 +32,7 @@ class HostHome final : public ParamHome {
     install_hook(m_, r.get());
     return r;
   }
-  double gradient_sum() override { return host_sum(m_.grads(), m_.num_params()); }
+  double gradient_sum() override { return nn::sum_host(m_.grads(), m_.num_params()); }
   void poison_gradient() override { m_.grads()[0] = std::nanf(""); }
   void update(GradSync& r, SgdOptimizer& opt, double lr) override {
     r.update(opt, m_.params(), m_.grads(), lr);
@@ -65,7 +59,7 @@ class StagedHome final : public ParamHome {
   void after_backward() override {
     m_.backend().to_host(grads_.data(), m_.grads(), grads_.size() * sizeof(float));
   }
-  double gradient_sum() override { return host_sum(grads_.data(), grads_.size()); }
+  double gradient_sum() override { return nn::sum_host(grads_.data(), grads_.size()); }
   void poison_gradient() override { grads_[0] = std::nanf(""); }
   void update(GradSync& r, SgdOptimizer& opt, double lr) override {
     r.update(opt, params_.data(), grads_.data(), lr);
@@ -121,12 +115,10 @@ class DeviceHome final : public ParamHome {
       throw UsageError(cat(key_, " device: gradients are reduced by the backend in buckets; the ",
                            "comm.strategy ", o.strategy,
                            " needs the host or staged parameter home"));
-    const size_t bucket_elems =
-        std::max<size_t>(1024, size_t(std::max(1.0, o.bucket_mb * 1048576.0)) / sizeof(float));
     const auto covered = covered_ranges(m_);
     std::unique_ptr<GradSync> r;
     if (auto own = be_.device_reducer(comm, m_.grads(), m_.num_params(),
-                                      even_cuts(m_.num_params(), bucket_elems), covered))
+                                      bucket_cuts(m_.num_params(), bucket_bytes(o)), covered))
       r = std::make_unique<DeviceBuckets>(std::move(own));
     else if (be_.device() == nn::Device::cpu)  // the host's Comm reduces host memory in place
       r = make_grad_sync(o, comm, m_.grads(), m_.num_params(), covered);

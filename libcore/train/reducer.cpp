@@ -10,7 +10,7 @@ GradReducer::GradReducer(const Comm& comm, float* grads, size_t total,
                          const std::vector<std::pair<size_t, size_t>>& covered, size_t bucket_bytes)
     : comm_(comm),
       grads_(grads),
-      pieces_(even_cuts(total, std::max<size_t>(1024, bucket_bytes / sizeof(float))), covered),
+      pieces_(bucket_cuts(total, bucket_bytes), covered),
       started_(pieces_.size(), 0) {}
 
 void GradReducer::arm() {
