@@ -85,7 +85,7 @@ def check(tool, what, args, run_dir, expect_codes=(1, 2), must_mention=None, out
         args = args + ["--sweep-index", "1"]
     if tool == "train_scaled" and "--config" in args and not any("sweep.global_batch" in a for a in args):
         # The sweep the base run was made with (bad_inputs.sh): its 1-epoch extractor flags most
-        # of the data, so the filtered arm may hold fewer samples than tiny.yaml's batch 64,
+        # of the data, so the filtered arm may hold fewer samples than tiny.yaml's batch 32,
         # which train_scaled refuses for the whole grid before anything else.
         args = args + ["--set", "scaled.sweep.global_batch=[16]"]
     cmd = [os.path.join(TOOLS, tool)] + args

@@ -7,7 +7,7 @@
 [ -x "$TOOLS/report" ] && [ -x "$TOOLS/train_scaled" ] || { echo "SKIP: report/train_scaled not built" >&2; exit 77; }
 dir="$(scratch diverged_run)"
 make_dataset "$dir"
-# Run 0 of tiny.yaml's grid (batch 16, arm full) gets the NaN at step 3; run 1 (batch 64)
+# Run 0 of tiny.yaml's grid (batch 16, arm full) gets the NaN at step 3; run 1 (batch 32)
 # none.
 sweep=(--config "$CONFIG" --set run.dir="$dir" --set 'scaled.sweep.arm=[full]')
 SIEVE_DEBUG_NAN_STEP=3 mpirun -n 2 "$TOOLS/train_scaled" "${sweep[@]}" --sweep-index 0 \
