@@ -1,6 +1,7 @@
 #include "train/crossfit.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <regex>
 
@@ -17,29 +18,42 @@ namespace fs = std::filesystem;
 
 namespace sieve::train {
 
-PeakKeeper::PeakKeeper(const Comm& comm, std::string model, std::string info, lineage::Lineage from,
-                       std::string config_yaml, std::string run_id, int64_t samples, bool resume)
+bool replaces_early_model(double acc, double kept_acc, int64_t samples, double margin_se) {
+  if (kept_acc < 0) return true;
+  const double p = std::clamp(kept_acc, 0.0, 1.0);
+  const double se = samples > 0 ? std::sqrt(p * (1 - p) / double(samples)) : 0.0;
+  return acc > kept_acc + margin_se * se;
+}
+
+EarlyModelKeeper::EarlyModelKeeper(const Comm& comm, std::string model, std::string info,
+                                   lineage::Lineage from, std::string config_yaml,
+                                   std::string run_id, int64_t samples, bool resume,
+                                   double margin_se)
     : comm_(comm),
       model_(std::move(model)),
       info_(std::move(info)),
       config_yaml_(std::move(config_yaml)),
       run_id_(std::move(run_id)),
       from_(std::move(from)),
-      samples_(samples) {
+      samples_(samples),
+      margin_se_(margin_se) {
   if (resume && comm_.is_root() && fs::exists(info_) && fs::exists(model_)) {
     auto lines = read_json_lines(info_);
     Json j = lines.empty() ? Json::object() : lines.back();
-    best_ = j.value("holdout_acc", -1.0);
-    best_epoch_ = j.value("epoch", int64_t(0));
+    kept_acc_ = j.value("holdout_acc", -1.0);
+    kept_epoch_ = j.value("epoch", int64_t(0));
+    best_seen_ = j.value("best_seen_acc", kept_acc_);
   }
-  comm_.bcast(&best_, 1);
-  comm_.bcast(&best_epoch_, 1);
+  comm_.bcast(&kept_acc_, 1);
+  comm_.bcast(&kept_epoch_, 1);
+  comm_.bcast(&best_seen_, 1);
 }
 
-void PeakKeeper::update(int64_t epoch, double loss, double acc, nn::Model& m) {
-  if (acc <= best_) return;
-  best_ = acc;
-  best_epoch_ = epoch;
+void EarlyModelKeeper::update(int64_t epoch, double loss, double acc, nn::Model& m) {
+  best_seen_ = std::max(best_seen_, acc);
+  if (!replaces_early_model(acc, kept_acc_, samples_, margin_se_)) return;
+  kept_acc_ = acc;
+  kept_epoch_ = epoch;
   save_model(model_, m, config_yaml_, from_, true, comm_);
   if (comm_.is_root()) {
     Json j;
@@ -47,9 +61,20 @@ void PeakKeeper::update(int64_t epoch, double loss, double acc, nn::Model& m) {
     j["holdout_acc"] = acc;
     j["holdout_loss"] = loss;
     j["holdout_samples"] = samples_;
+    j["holdout_se"] = samples_ > 0 ? std::sqrt(acc * (1 - acc) / double(samples_)) : 0.0;
+    j["margin_se"] = margin_se_;
+    j["best_seen_acc"] = best_seen_;
     j["run_id"] = run_id_;
     write_text_atomic(info_, j.dump() + "\n");  // one JSON line
   }
+}
+
+std::string EarlyModelKeeper::describe() const {
+  const double p = std::clamp(kept_acc_, 0.0, 1.0);
+  const double bar =
+      kept_acc_ + margin_se_ * (samples_ > 0 ? std::sqrt(p * (1 - p) / double(samples_)) : 0.0);
+  return cat("early model: epoch ", kept_epoch_, " at ", kept_acc_, "; best seen ", best_seen_,
+             "; a later epoch replaces it above ", bar);
 }
 
 std::string fold_model_name(const std::string& stem, int k, bool early) {
@@ -95,12 +120,13 @@ void fold_rows(const std::vector<int32_t>& fold, int k, std::vector<int64_t>* tr
 }  // namespace
 
 FoldPlan plan_folds(const TrainInput& data, const TrainOptions& opt, int folds,
-                    const std::string& ckpt_root) {
+                    const std::string& ckpt_root, double early_margin_se) {
   if (folds == 1)
     throw UsageError("pretrain.folds: 1 is not cross-fitting; expected 0 (off) or at least 2");
   FoldPlan p;
   p.folds = folds;
   p.ckpt_root = ckpt_root;
+  p.early_margin_se = early_margin_se;
   if (folds < 2) return p;
   SIEVE_CHECK(folds <= data.train.n, data.path, ": pretrain.folds=", folds, " exceeds the ",
               data.train.n, " training samples");
@@ -146,18 +172,18 @@ void train_fold_model(const Comm& comm, const std::string& config_yaml, const Tr
   // accuracy is the one reported.
   Trainer t(comm, o, make_source(data, train, o.global_batch, o.seed, comm), data.train,
             EvalSplit{}, data.meta, ckpt, staged(cat("metrics_fold", k, ".jsonl")), config_yaml);
-  PeakKeeper peak(comm, staged(fold_model_name(stem, k, true)),
-                  staged(cat(stem, "_fold", k, "_early.json")),
-                  {from.inputs, from.dataset_fingerprint, cat("fold", k, "_early")}, config_yaml,
-                  run_id, int64_t(held.size()), resume);
+  EarlyModelKeeper early_model(
+      comm, staged(fold_model_name(stem, k, true)), staged(cat(stem, "_fold", k, "_early.json")),
+      {from.inputs, from.dataset_fingerprint, cat("fold", k, "_early")}, config_yaml, run_id,
+      int64_t(held.size()), resume, plan.early_margin_se);
   const EvalSplit rows_of_train = eval_split(data, data::Split::Train);
   t.set_epoch_hook([&](int64_t epoch, Json& rec) {
     auto [loss, acc] = t.evaluate(rows_of_train, &held);
     rec["holdout_loss"] = loss;  // the fold plays the held-out part's role
     rec["holdout_acc"] = acc;
-    peak.update(epoch, loss, acc, t.model());
-    log::info(cat("fold ", k + 1, " epoch ", epoch, ": fold acc ", acc, " (best ", peak.best(),
-                  " at epoch ", peak.best_epoch(), ")"));
+    early_model.update(epoch, loss, acc, t.model());
+    log::info(cat("fold ", k + 1, " epoch ", epoch, ": fold acc ", acc, " (",
+                  early_model.describe(), ")"));
   });
   try {
     t.run(resume);
@@ -176,7 +202,8 @@ Json fold_record(const FoldPlan& plan, const std::string& run_id, const std::str
   info["run_id"] = run_id;
   info["fold"] = Json::array();
   for (int k = 0; k < plan.folds; ++k) {
-    // The peak as PeakKeeper recorded it; the last epoch's fold accuracy from the metrics.
+    // The early model as EarlyModelKeeper recorded it; the last epoch's fold accuracy from the
+    // metrics.
     const auto early = read_json_lines(path_of(cat(stem, "_fold", k, "_early.json")));
     const auto metrics = read_json_lines(path_of(cat("metrics_fold", k, ".jsonl")));
     const Json peak = early.empty() ? Json::object() : early.back();

@@ -119,6 +119,13 @@ void add_pretrain_keys(ConfigSchema& s) {
               "noisy labels, is written as model_early.h5 and is what extract_features uses by "
               "default (0: no hold-out, no early model; docs/detection.md)",
               0.0, 0.5);
+  s.add_float("pretrain.early_margin_se", 1.0,
+              "a later epoch replaces the early model only when its held-out accuracy beats the "
+              "kept one by more than this many standard errors of that estimate (sqrt(p(1-p)/n), "
+              "n held-out samples): the earliest model no later epoch measurably beats, so that "
+              "a small hold-out's noise does not pick a memorised epoch (0: every new peak; "
+              "docs/detection.md)",
+              0.0, 10.0);
   s.add_bool("pretrain.dynamics", true,
              "record every training sample's margin (assigned logit minus the largest other) at "
              "every epoch into dynamics.h5 beside the model: the training-dynamics detector's "

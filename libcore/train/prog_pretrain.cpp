@@ -109,7 +109,8 @@ void pretrain_fold(ToolContext& ctx, int k) {
   TrainInput data = load_train_input(dataset, ctx.cfg);
   check_main_model(ctx, output, data, k);
   const std::string run_id = run_id_of(output);
-  const FoldPlan plan = plan_folds(data, opt, folds, dir + "/checkpoints");
+  const FoldPlan plan = plan_folds(data, opt, folds, dir + "/checkpoints",
+                                   ctx.cfg.get_float("pretrain.early_margin_se"));
   OutputSet set(ctx.comm, cat("pretrain-fold", k), dir, fold_files(stem, k));
   // A requeued task continues its checkpoints only when they are of this run.
   const std::string ckpt = plan.checkpoint_dir(k);
@@ -189,7 +190,8 @@ void pretrain_main(ToolContext& ctx) {
 
   TrainOptions opt = read_train_options(ctx.cfg, "pretrain");
   TrainInput data = load_train_input(dataset, ctx.cfg);
-  const FoldPlan fold_plan = plan_folds(data, opt, folds, ckpt_dir);
+  const double early_margin_se = ctx.cfg.get_float("pretrain.early_margin_se");
+  const FoldPlan fold_plan = plan_folds(data, opt, folds, ckpt_dir, early_margin_se);
   // With --skip-folds the fold tasks (pretrain --fold k) keep their own checkpoints.
   const bool skip_folds = ctx.has_flag("skip-folds");
   for (int k = 0; k < fold_plan.folds && !skip_folds; ++k)
@@ -213,10 +215,12 @@ void pretrain_main(ToolContext& ctx) {
                   eval_split(data, data::Split::Test), data.meta, ckpt_dir,
                   set.staged("metrics.jsonl"), ctx.cfg.to_yaml());
   const EvalSplit holdout_rows = eval_split(data, data::Split::Train);
-  // Best held-out accuracy so far; a resumed run continues from what the earlier part saw.
-  PeakKeeper peak(ctx.comm, set.staged(name_of(early)), set.staged(name_of(early_info)), from_early,
-                  ctx.cfg.to_yaml(), set.run_id(), int64_t(split.holdout.size()),
-                  resume && holdout > 0);
+  // The early model (replaces_early_model); a resumed run continues from what its earlier
+  // part kept.
+  EarlyModelKeeper early_model(ctx.comm, set.staged(name_of(early)),
+                               set.staged(name_of(early_info)), from_early, ctx.cfg.to_yaml(),
+                               set.run_id(), int64_t(split.holdout.size()), resume && holdout > 0,
+                               early_margin_se);
   // Training dynamics (train/dynamics.hpp): margins from every training forward pass.
   std::optional<TrainingDynamics> dynamics;
   if (ctx.cfg.get_bool("pretrain.dynamics")) {
@@ -233,9 +237,8 @@ void pretrain_main(ToolContext& ctx) {
     auto [loss, acc] = trainer.evaluate(holdout_rows, &split.holdout);
     rec["holdout_loss"] = loss;
     rec["holdout_acc"] = acc;
-    peak.update(epoch, loss, acc, trainer.model());
-    log::info(cat("epoch ", epoch, ": held-out acc ", acc, " (best ", peak.best(), " at epoch ",
-                  peak.best_epoch(), ")"));
+    early_model.update(epoch, loss, acc, trainer.model());
+    log::info(cat("epoch ", epoch, ": held-out acc ", acc, " (", early_model.describe(), ")"));
   });
   TrainResult r;
   try {
@@ -262,8 +265,10 @@ void pretrain_main(ToolContext& ctx) {
           ", ", int64_t(r.images_per_s), " img/s (", int64_t(r.images_per_s_per_rank),
           " per rank), ", log::format_duration(r.elapsed_s)));
   if (holdout > 0)
-    log::info(cat("wrote ", early, ": the early-learning model, held-out acc ", peak.best(),
-                  " at epoch ", peak.best_epoch(), " of ", opt.epochs));
+    log::info(cat("wrote ", early, ": the early-learning model, held-out acc ",
+                  early_model.kept_acc(), " at epoch ", early_model.kept_epoch(), " of ",
+                  opt.epochs, " (highest ", early_model.best_seen(),
+                  "; pretrain.early_margin_se = ", early_margin_se, ")"));
   if (fold_plan.folds >= 2)
     log::info(skip_folds
                   ? cat("its ", fold_plan.folds, " fold models: pretrain --fold k, k = 0..",

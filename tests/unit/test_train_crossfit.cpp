@@ -15,6 +15,7 @@
 #include "support/test_util.hpp"
 #include "test_train_util.hpp"
 #include "train/checkpoint.hpp"
+#include "train/crossfit.hpp"
 #include "train/holdout.hpp"
 
 using namespace sieve;
@@ -331,4 +332,95 @@ TEST(TrainCrossfit, FoldsTrainedAsSeparateRunsEqualTheOneProcessRun) {
   EXPECT_NE(out.find("fold 0 starts afresh"), std::string::npos) << out;
   EXPECT_EQ(read_json_lines(pb + "metrics_fold0.jsonl").size(), 1u);  // 1 epoch, none resumed
   EXPECT_EQ(run_id_of(pb + "model_fold0.h5"), run_id_of(pb + "model.h5"));
+}
+
+// The early model's rule (replaces_early_model): a later epoch replaces it only when it beats
+// it by more than margin_se standard errors of its held-out accuracy, sqrt(p (1 - p) / n).
+TEST(TrainEarlyModel, ReplacedOnlyByAMeasurableGain) {
+  const double se = std::sqrt(0.866 * 0.134 / 149);      // 0.0279
+  EXPECT_TRUE(replaces_early_model(0.1, -1, 149, 1.0));  // nothing kept yet
+  EXPECT_FALSE(replaces_early_model(0.872, 0.866, 149, 1.0));
+  EXPECT_FALSE(replaces_early_model(0.866 + 0.99 * se, 0.866, 149, 1.0));
+  EXPECT_TRUE(replaces_early_model(0.866 + 1.01 * se, 0.866, 149, 1.0));
+  EXPECT_TRUE(replaces_early_model(0.866 + 1.01 * 2 * se, 0.866, 149, 2.0) &&
+              !replaces_early_model(0.866 + 0.99 * 2 * se, 0.866, 149, 2.0));
+  // margin_se = 0 is the plain peak: any higher accuracy, never an equal one.
+  EXPECT_TRUE(replaces_early_model(0.8661, 0.866, 149, 0.0));
+  EXPECT_FALSE(replaces_early_model(0.866, 0.866, 149, 0.0));
+  // A larger hold-out measures finer: 0.006 above 0.866 is within 1 SE of 149 samples but
+  // beyond 1 SE (0.0044) of 6,000.
+  EXPECT_FALSE(replaces_early_model(0.872, 0.866, 149, 1.0));
+  EXPECT_TRUE(replaces_early_model(0.872, 0.866, 6000, 1.0));
+  // p = 1 (or no samples) has no sampling error: only a strictly higher accuracy replaces it.
+  EXPECT_FALSE(replaces_early_model(1.0, 1.0, 149, 1.0));
+  EXPECT_TRUE(replaces_early_model(0.51, 0.5, 0, 1.0));
+}
+
+// A real held-out curve (scikit-learn's digits, 1,500 training images, 10 % pairwise label
+// noise, 149 held-out samples; the 30 epochs of configs/fashion_mnist.yaml): the plain peak
+// is epoch 21, one held-out sample above epoch 6, after the network has memorised the flipped
+// labels; the rule keeps epoch 6.
+TEST(TrainEarlyModel, KeepsTheEarliestEpochThatNoLaterOneMeasurablyBeats) {
+  const std::vector<double> acc = {0.288591, 0.295302, 0.57047,  0.778523, 0.825503, 0.865772,
+                                   0.832215, 0.805369, 0.751678, 0.832215, 0.818792, 0.825503,
+                                   0.845638, 0.812081, 0.838926, 0.838926, 0.825503, 0.818792,
+                                   0.838926, 0.845638, 0.872483, 0.852349, 0.85906,  0.845638,
+                                   0.852349, 0.85906,  0.852349, 0.852349, 0.85906,  0.85906};
+  auto pick = [&](double margin_se) {
+    double kept = -1;
+    int epoch = 0;
+    for (size_t e = 0; e < acc.size(); ++e)
+      if (replaces_early_model(acc[e], kept, 149, margin_se)) kept = acc[e], epoch = int(e) + 1;
+    return epoch;
+  };
+  EXPECT_EQ(pick(0.0), 21);
+  EXPECT_EQ(pick(1.0), 6);
+}
+
+// pretrain keeps the model the rule picks from its own held-out curve, and records the rule's
+// terms beside it; pretrain.early_margin_se=0 keeps the first epoch of highest accuracy, and
+// 10 (on 16 held-out samples no later epoch can beat that) keeps the first epoch.
+TEST(TrainEarlyModel, PretrainKeepsTheModelTheRulePicks) {
+  const std::string d = test::scratch_dir("train_early_model");
+  test::write_image_dataset(d + "/dataset.h5", 64, 32, 4);
+  std::map<double, int64_t> kept_epoch;
+  double first_acc = -1, best_acc = -1;
+  for (double margin : {10.0, 1.0, 0.0}) {
+    int rc = 0;
+    const std::string out =
+        run_tiny("pretrain", d,
+                 cat(" --overwrite --set pretrain.epochs=5 --set pretrain.holdout=0.25",
+                     " --set pretrain.early_margin_se=", margin),
+                 &rc);
+    ASSERT_EQ(rc, 0) << out;
+    const auto metrics = read_json_lines(d + "/pretrain/metrics.jsonl");
+    ASSERT_EQ(metrics.size(), 5u);
+    const Json early = read_json_lines(d + "/pretrain/model_early.json").back();
+    const int64_t n = early["holdout_samples"].get<int64_t>();
+    EXPECT_EQ(n, 16);  // a quarter of each of the 4 classes of 16
+    double kept = -1, best = -1;
+    int64_t epoch = 0;
+    for (size_t e = 0; e < metrics.size(); ++e) {
+      const double a = metrics[e]["holdout_acc"].get<double>();
+      best = std::max(best, a);
+      if (replaces_early_model(a, kept, n, margin)) kept = a, epoch = int64_t(e) + 1;
+    }
+    EXPECT_EQ(early["epoch"].get<int64_t>(), epoch) << "margin_se " << margin;
+    EXPECT_DOUBLE_EQ(early["holdout_acc"].get<double>(), kept);
+    EXPECT_DOUBLE_EQ(early["margin_se"].get<double>(), margin);
+    EXPECT_NEAR(early["holdout_se"].get<double>(), std::sqrt(kept * (1 - kept) / double(n)), 1e-12);
+    EXPECT_NE(out.find(cat("pretrain.early_margin_se = ", margin)), std::string::npos) << out;
+    if (margin == 0) {
+      EXPECT_DOUBLE_EQ(kept, best);
+    }
+    kept_epoch[margin] = epoch;
+    first_acc = metrics[0]["holdout_acc"].get<double>();
+    best_acc = best;
+  }
+  // The training is deterministic, so the three runs share one curve; where it rises after
+  // the first epoch (as it does here) the two extreme settings keep different models.
+  ASSERT_GT(first_acc, 0.0);
+  ASSERT_LT(first_acc, best_acc);
+  EXPECT_EQ(kept_epoch[10.0], 1);
+  EXPECT_GT(kept_epoch[0.0], 1);
 }
