@@ -77,6 +77,11 @@ std::string EarlyModelKeeper::describe() const {
              "; a later epoch replaces it above ", bar);
 }
 
+std::string EarlyModelKeeper::summary(int64_t epochs) const {
+  return cat("held-out acc ", kept_acc_, " at epoch ", kept_epoch_, " of ", epochs, " (highest ",
+             best_seen_, "; pretrain.early_margin_se = ", margin_se_, ")");
+}
+
 std::string fold_model_name(const std::string& stem, int k, bool early) {
   return cat(stem, "_fold", k, early ? "_early.h5" : ".h5");
 }

@@ -63,6 +63,8 @@ class EarlyModelKeeper {
   double best_seen() const { return best_seen_; }
   // One phrase for the epoch log: the kept model and what a later epoch must beat.
   std::string describe() const;
+  // One phrase for the end of the run: the kept model against the highest of `epochs`.
+  std::string summary(int64_t epochs) const;
 
  private:
   const Comm& comm_;

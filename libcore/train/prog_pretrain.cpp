@@ -215,8 +215,7 @@ void pretrain_main(ToolContext& ctx) {
                   eval_split(data, data::Split::Test), data.meta, ckpt_dir,
                   set.staged("metrics.jsonl"), ctx.cfg.to_yaml());
   const EvalSplit holdout_rows = eval_split(data, data::Split::Train);
-  // The early model (replaces_early_model); a resumed run continues from what its earlier
-  // part kept.
+  // The early model (replaces_early_model); a resumed run goes on from what it had kept.
   EarlyModelKeeper early_model(ctx.comm, set.staged(name_of(early)),
                                set.staged(name_of(early_info)), from_early, ctx.cfg.to_yaml(),
                                set.run_id(), int64_t(split.holdout.size()), resume && holdout > 0,
@@ -265,10 +264,8 @@ void pretrain_main(ToolContext& ctx) {
           ", ", int64_t(r.images_per_s), " img/s (", int64_t(r.images_per_s_per_rank),
           " per rank), ", log::format_duration(r.elapsed_s)));
   if (holdout > 0)
-    log::info(cat("wrote ", early, ": the early-learning model, held-out acc ",
-                  early_model.kept_acc(), " at epoch ", early_model.kept_epoch(), " of ",
-                  opt.epochs, " (highest ", early_model.best_seen(),
-                  "; pretrain.early_margin_se = ", early_margin_se, ")"));
+    log::info(
+        cat("wrote ", early, ": the early-learning model, ", early_model.summary(opt.epochs)));
   if (fold_plan.folds >= 2)
     log::info(skip_folds
                   ? cat("its ", fold_plan.folds, " fold models: pretrain --fold k, k = 0..",
