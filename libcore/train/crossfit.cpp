@@ -18,11 +18,18 @@ namespace fs = std::filesystem;
 
 namespace sieve::train {
 
+namespace {
+
+// The sampling error of an accuracy p measured on n samples (binomial): sqrt(p (1 - p) / n).
+double standard_error(double p, int64_t n) {
+  p = std::clamp(p, 0.0, 1.0);
+  return n > 0 ? std::sqrt(p * (1 - p) / double(n)) : 0.0;
+}
+
+}  // namespace
+
 bool replaces_early_model(double acc, double kept_acc, int64_t samples, double margin_se) {
-  if (kept_acc < 0) return true;
-  const double p = std::clamp(kept_acc, 0.0, 1.0);
-  const double se = samples > 0 ? std::sqrt(p * (1 - p) / double(samples)) : 0.0;
-  return acc > kept_acc + margin_se * se;
+  return kept_acc < 0 || acc > kept_acc + margin_se * standard_error(kept_acc, samples);
 }
 
 EarlyModelKeeper::EarlyModelKeeper(const Comm& comm, std::string model, std::string info,
@@ -61,7 +68,7 @@ void EarlyModelKeeper::update(int64_t epoch, double loss, double acc, nn::Model&
     j["holdout_acc"] = acc;
     j["holdout_loss"] = loss;
     j["holdout_samples"] = samples_;
-    j["holdout_se"] = samples_ > 0 ? std::sqrt(acc * (1 - acc) / double(samples_)) : 0.0;
+    j["holdout_se"] = standard_error(acc, samples_);
     j["margin_se"] = margin_se_;
     j["best_seen_acc"] = best_seen_;
     j["run_id"] = run_id_;
@@ -70,9 +77,7 @@ void EarlyModelKeeper::update(int64_t epoch, double loss, double acc, nn::Model&
 }
 
 std::string EarlyModelKeeper::describe() const {
-  const double p = std::clamp(kept_acc_, 0.0, 1.0);
-  const double bar =
-      kept_acc_ + margin_se_ * (samples_ > 0 ? std::sqrt(p * (1 - p) / double(samples_)) : 0.0);
+  const double bar = kept_acc_ + margin_se_ * standard_error(kept_acc_, samples_);
   return cat("early model: epoch ", kept_epoch_, " at ", kept_acc_, "; best seen ", best_seen_,
              "; a later epoch replaces it above ", bar);
 }
