@@ -26,10 +26,15 @@ double standard_error(double p, int64_t n) {
   return n > 0 ? std::sqrt(p * (1 - p) / double(n)) : 0.0;
 }
 
+// What a later epoch's held-out accuracy must exceed to replace the kept early model.
+double replacement_bar(double kept_acc, int64_t samples, double margin_se) {
+  return kept_acc + margin_se * standard_error(kept_acc, samples);
+}
+
 }  // namespace
 
 bool replaces_early_model(double acc, double kept_acc, int64_t samples, double margin_se) {
-  return kept_acc < 0 || acc > kept_acc + margin_se * standard_error(kept_acc, samples);
+  return kept_acc < 0 || acc > replacement_bar(kept_acc, samples, margin_se);
 }
 
 EarlyModelKeeper::EarlyModelKeeper(const Comm& comm, std::string model, std::string info,
@@ -49,8 +54,10 @@ EarlyModelKeeper::EarlyModelKeeper(const Comm& comm, std::string model, std::str
     Json j = lines.empty() ? Json::object() : lines.back();
     kept_acc_ = j.value("holdout_acc", -1.0);
     kept_epoch_ = j.value("epoch", int64_t(0));
-    best_seen_ = j.value("best_seen_acc", kept_acc_);
   }
+  // A replacement beats every accuracy seen since the previous one (each stayed under the
+  // same bar), so at the kept epoch the highest seen is the kept accuracy itself.
+  best_seen_ = kept_acc_;
   comm_.bcast(&kept_acc_, 1);
   comm_.bcast(&kept_epoch_, 1);
   comm_.bcast(&best_seen_, 1);
@@ -70,14 +77,13 @@ void EarlyModelKeeper::update(int64_t epoch, double loss, double acc, nn::Model&
     j["holdout_samples"] = samples_;
     j["holdout_se"] = standard_error(acc, samples_);
     j["margin_se"] = margin_se_;
-    j["best_seen_acc"] = best_seen_;
     j["run_id"] = run_id_;
     write_text_atomic(info_, j.dump() + "\n");  // one JSON line
   }
 }
 
 std::string EarlyModelKeeper::describe() const {
-  const double bar = kept_acc_ + margin_se_ * standard_error(kept_acc_, samples_);
+  const double bar = replacement_bar(kept_acc_, samples_, margin_se_);
   return cat("early model: epoch ", kept_epoch_, " at ", kept_acc_, "; best seen ", best_seen_,
              "; a later epoch replaces it above ", bar);
 }

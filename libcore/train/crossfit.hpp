@@ -46,7 +46,7 @@ namespace sieve::train {
 bool replaces_early_model(double acc, double kept_acc, int64_t samples, double margin_se);
 
 // Keeps the early-learning model: `model` (staged) and `info` (one JSON line: epoch,
-// holdout_acc, holdout_loss, holdout_samples, holdout_se, margin_se, best_seen_acc, run_id)
+// holdout_acc, holdout_loss, holdout_samples, holdout_se, margin_se, run_id)
 // are rewritten whenever an epoch's held-out accuracy replaces the kept one
 // (replaces_early_model). A resumed run continues from the model its earlier part kept, as
 // `info` recorded it.
