@@ -254,6 +254,9 @@ for name in f["/detectors"]:
     a = f["/detectors/" + name].attrs
     mark = " (chosen)" if name == chosen else ""
     secs = f"{a['seconds']:.2f}" if "seconds" in a else ""
+    if "truth" not in a:  # rate 0: no label was flipped, so nothing to score; what is flagged is all wrong
+        print(f"| {sys.argv[2]} | {sys.argv[3]} | {name}{mark} | {a['flagged']} | 0 | {est} | - | - | - | - | - | {secs} |")
+        continue
     print(f"| {sys.argv[2]} | {sys.argv[3]} | {name}{mark} | {a['flagged']} | {a['truth']} | {est} | "
           f"{a['precision']:.3f} | {a['recall']:.3f} | {a['f1']:.3f} | {a['average_precision']:.3f} | "
           f"{a['auroc']:.3f} | {secs} |")

@@ -414,6 +414,43 @@ TEST(ClusterFilterTool, ConsensusFollowsTheEstimatedNoiseRate) {
 // rows' margins are negative in most epochs, the others positive; every 10th sample was
 // held out and has none). It flags per class as many as the confident joint estimates; the
 // consensus averages its rank in. A dynamics file of other samples is an error naming it.
+// Clean data (label_noise rate 0): the truth file marks no sample, so recall, AP and AUROC
+// are undefined. The detectors still run and flag, the estimate stands beside a truth of 0,
+// and no detector carries scores (not zeros that read as "found nothing").
+TEST(ClusterFilterTool, ATruthWithoutNoiseIsNotScored) {
+  std::string dir = test::scratch_dir("cluster_tool_clean_truth");
+  Synthetic s = make_synthetic(3, 300, 4);
+  write_compare_inputs(dir, s);
+  Synthetic clean = s;
+  clean.noise.assign(s.noise.size(), 0);
+  write_truth(dir + "/data.h5", clean);
+  std::string log;
+  ASSERT_EQ(run("--input " + dir + "/emb.h5 --features " + dir + "/feat.h5 --truth " + dir +
+                    "/data.h5 --output " + dir + "/filter.h5",
+                &log),
+            0)
+      << log;
+  EXPECT_NE(log.find("carries injected noise, so the detectors are not scored"), std::string::npos)
+      << log;
+  EXPECT_EQ(log.find("vs ground truth"), std::string::npos) << log;
+  h5::File f = h5::File::open(dir + "/filter.h5");
+  EXPECT_EQ(f.attr_int("/noise_estimate", "truth"), 0);
+  EXPECT_FALSE(f.has_attr("/", "noise_recall"));
+  int64_t flagged = 0;
+  for (const std::string m : {"consensus", "knn", "confident", "dbscan"}) {
+    const std::string g = "/detectors/" + m;
+    ASSERT_TRUE(f.exists(g)) << m;
+    EXPECT_FALSE(f.has_attr(g, "f1")) << m;
+    EXPECT_FALSE(f.has_attr(g, "auroc")) << m;
+    EXPECT_FALSE(f.exists(g + "/pr")) << m;
+    if (m == "consensus") flagged = f.attr_int(g, "flagged");
+  }
+  // The features still say the background rows look like another class: they are flagged.
+  int64_t background = 0;
+  for (auto v : s.noise) background += v;
+  EXPECT_EQ(flagged, background);
+}
+
 TEST(ClusterFilterTool, DynamicsDetectorReadsTheMarginsOfEveryEpoch) {
   std::string dir = test::scratch_dir("cluster_tool_dynamics");
   Synthetic s = make_synthetic(3, 300, 4);
