@@ -29,9 +29,27 @@ std::string method_words(const FilterInfo& f) {
   return f.method == "dbscan" ? "t-SNE + DBSCAN per class (the paper's method)" : f.method;
 }
 
+// The confident joint's estimate of wrong labels and what the calibrated decisions flag,
+// beside the truth where there is one. Written with or without a truth: on real data, where
+// no truth exists, it is the only figure of how noisy the labels are.
+void noise_estimate_paragraph(SectionContext& c, const FilterInfo& f) {
+  if (f.noise_estimate < 0) return;
+  c.doc.paragraph(
+      cat("Estimated wrong labels (confident joint",
+          f.probs_source == "out_of_fold" ? ", on out-of-fold probabilities (pretrain.folds)"
+                                          : std::string(),
+          "): ", f.noise_estimate,
+          f.noise_flag_total >= 0
+              ? cat("; the calibrated decisions flag ", f.noise_flag_total,
+                    " (per class the larger of that estimate and the knn vote's count)")
+              : std::string(),
+          f.noise_truth >= 0 ? cat("; the ground truth has ", f.noise_truth) : std::string(), "."));
+}
+
 // Every detector cluster_filter ran on the same samples, scored against the ground truth:
 // one table row each and their precision-recall curves over each detector's score.
 void detector_comparison(SectionContext& c, const FilterInfo& f) {
+  noise_estimate_paragraph(c, f);
   std::vector<const DetectorInfo*> scored;
   for (const auto& d : f.detectors)
     if (d.hits >= 0) scored.push_back(&d);
@@ -54,17 +72,6 @@ void detector_comparison(SectionContext& c, const FilterInfo& f) {
           "recall: share of the noise flagged; average precision: area under the precision-recall "
           "curve over the detector's score, i.e. how well its ranking would do at any threshold; "
           "AUROC: the chance that a noisy sample scores above a clean one."));
-  if (f.noise_estimate >= 0)
-    c.doc.paragraph(cat(
-        "Estimated wrong labels (confident joint",
-        f.probs_source == "out_of_fold" ? ", on out-of-fold probabilities (pretrain.folds)"
-                                        : std::string(),
-        "): ", f.noise_estimate,
-        f.noise_flag_total >= 0
-            ? cat("; the calibrated decisions flag ", f.noise_flag_total,
-                  " (per class the larger of that estimate and the knn vote's count)")
-            : std::string(),
-        f.noise_truth >= 0 ? cat("; the ground truth has ", f.noise_truth) : std::string(), "."));
   c.doc.table({"detector", "looks at", "flagged", "noise among them", "precision %", "recall %",
                "F1", "average precision", "AUROC"},
               table, "Noise detectors compared against the ground truth");

@@ -59,7 +59,9 @@ double acc_of(const std::string& arm, int64_t batch, int seed) {
   return 0.8 + off - 0.01 * std::log2(double(batch) / 16) + 0.004 * seed;
 }
 
-void write_h5_inputs(const std::string& dir, bool with_filter) {
+// scored = false: the detectors as cluster_filter writes them without a truth to score them
+// against (real data, or a truth that marks no sample), beside its noise estimate.
+void write_h5_inputs(const std::string& dir, bool with_filter, bool scored = true) {
   {
     auto f = h5::File::create(dir + "/dataset.h5");
     h5::stamp(f, schema::kDataset, "run: {}\n");
@@ -117,8 +119,14 @@ void write_h5_inputs(const std::string& dir, bool with_filter) {
     f.set_attr("/", "method", std::string("dbscan"));
     f.set_attr("/", "eps", 0.5);
     f.set_attr("/", "min_samples", int64_t(5));
-    f.set_attr("/", "noise_precision", 0.75);
-    f.set_attr("/", "noise_recall", 0.6);
+    if (scored) {
+      f.set_attr("/", "noise_precision", 0.75);
+      f.set_attr("/", "noise_recall", 0.6);
+    } else {
+      f.create_group("/noise_estimate");
+      f.set_attr("/noise_estimate", "total", int64_t(4));
+      f.set_attr("/noise_estimate", "flag_total", int64_t(5));
+    }
     // Two detectors compared, as cluster_filter writes them with a ground truth.
     struct Det {
       const char* method;
@@ -135,9 +143,10 @@ void write_h5_inputs(const std::string& dir, bool with_filter) {
       for (int i = 0; i < kN; ++i) score[i] = (i % 7 == 0 ? 2.0f : 1.0f) - 0.01f * float(i);
       f.write_small<float>(g + "/score", {kN}, score);
       f.write_small<uint8_t>(g + "/flag", {kN}, keep);
-      f.write_small<float>(g + "/pr", {d.pr.size() / 3, 3}, d.pr);
+      if (scored) f.write_small<float>(g + "/pr", {d.pr.size() / 3, 3}, d.pr);
       f.set_attr(g, "inputs", std::string(d.method) + " inputs");
       f.set_attr(g, "flagged", d.flagged);
+      if (!scored) continue;
       f.set_attr(g, "hits", d.hits);
       f.set_attr(g, "truth", int64_t(10));
       f.set_attr(g, "precision", d.p);
@@ -181,9 +190,9 @@ void write_runs(const std::string& dir) {
       }
 }
 
-std::string make_run(const std::string& name, bool with_filter = true) {
+std::string make_run(const std::string& name, bool with_filter = true, bool scored = true) {
   std::string dir = test::scratch_dir("report_" + name);
-  write_h5_inputs(dir, with_filter);
+  write_h5_inputs(dir, with_filter, scored);
   write_runs(dir);
   fs::create_directories(dir + "/pretrain");
   std::ofstream(dir + "/pretrain/metrics.jsonl")
@@ -345,6 +354,22 @@ TEST(ReportTool, MissingInputsGiveNotesNotErrors) {
   // CIFAR-10 from the config: 50000 x 3072 bytes; no throughput known -> no scaling table.
   EXPECT_NE(md.find("| training samples N | 50000 |"), std::string::npos) << md;
   EXPECT_NE(md.find("predicted scaling omitted"), std::string::npos);
+}
+
+// Without a truth to score the detectors against (real data, or a truth of all zeros), the
+// report still says how many labels the confident joint thinks wrong and how many were
+// flagged: on real data it is the only figure of the noise there is.
+TEST(ReportTool, NoiseEstimateIsShownWithoutScoredDetectors) {
+  std::string dir = make_run("estimate_unscored", true, false);
+  std::string out;
+  ASSERT_EQ(run_report(dir, "", &out), 0) << out;
+  std::string md = slurp(dir + "/report/index.md");
+  EXPECT_NE(md.find("Estimated wrong labels (confident joint): 4; the calibrated decisions "
+                    "flag 5"),
+            std::string::npos)
+      << md;
+  EXPECT_EQ(md.find("the ground truth has"), std::string::npos) << md;
+  EXPECT_EQ(md.find("Noise detectors compared against the ground truth"), std::string::npos) << md;
 }
 
 TEST(ReportTool, MalformedResultIsAnErrorNamingTheFileAndNoReport) {
