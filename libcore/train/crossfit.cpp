@@ -55,12 +55,11 @@ EarlyModelKeeper::EarlyModelKeeper(const Comm& comm, std::string model, std::str
     kept_acc_ = j.value("holdout_acc", -1.0);
     kept_epoch_ = j.value("epoch", int64_t(0));
   }
+  comm_.bcast(&kept_acc_, 1);
+  comm_.bcast(&kept_epoch_, 1);
   // A replacement beats every accuracy seen since the previous one (each stayed under the
   // same bar), so at the kept epoch the highest seen is the kept accuracy itself.
   best_seen_ = kept_acc_;
-  comm_.bcast(&kept_acc_, 1);
-  comm_.bcast(&kept_epoch_, 1);
-  comm_.bcast(&best_seen_, 1);
 }
 
 void EarlyModelKeeper::update(int64_t epoch, double loss, double acc, nn::Model& m) {

@@ -57,10 +57,6 @@ class EarlyModelKeeper {
                    double margin_se);
   // Collective, once per epoch (1-based) with that epoch's held-out loss and accuracy.
   void update(int64_t epoch, double loss, double acc, nn::Model& m);
-  // The kept model's held-out accuracy and epoch, and the highest accuracy seen so far.
-  double kept_acc() const { return kept_acc_; }
-  int64_t kept_epoch() const { return kept_epoch_; }
-  double best_seen() const { return best_seen_; }
   // One phrase for the epoch log: the kept model and what a later epoch must beat.
   std::string describe() const;
   // One phrase for the end of the run: the kept model against the highest of `epochs`.

@@ -334,6 +334,19 @@ TEST(TrainCrossfit, FoldsTrainedAsSeparateRunsEqualTheOneProcessRun) {
   EXPECT_EQ(run_id_of(pb + "model_fold0.h5"), run_id_of(pb + "model.h5"));
 }
 
+namespace {
+
+// The epoch (1-based, 0 for none) and accuracy the rule keeps over a held-out curve of n samples.
+std::pair<int64_t, double> rule_pick(const std::vector<double>& acc, int64_t n, double margin_se) {
+  double kept = -1;
+  int64_t epoch = 0;
+  for (size_t e = 0; e < acc.size(); ++e)
+    if (replaces_early_model(acc[e], kept, n, margin_se)) kept = acc[e], epoch = int64_t(e) + 1;
+  return {epoch, kept};
+}
+
+}  // namespace
+
 // The early model's rule (replaces_early_model): a later epoch replaces it only when it beats
 // it by more than margin_se standard errors of its held-out accuracy, sqrt(p (1 - p) / n).
 TEST(TrainEarlyModel, ReplacedOnlyByAMeasurableGain) {
@@ -365,15 +378,8 @@ TEST(TrainEarlyModel, KeepsTheEarliestEpochThatNoLaterOneMeasurablyBeats) {
                                    0.845638, 0.812081, 0.838926, 0.838926, 0.825503, 0.818792,
                                    0.838926, 0.845638, 0.872483, 0.852349, 0.85906,  0.845638,
                                    0.852349, 0.85906,  0.852349, 0.852349, 0.85906,  0.85906};
-  auto pick = [&](double margin_se) {
-    double kept = -1;
-    int epoch = 0;
-    for (size_t e = 0; e < acc.size(); ++e)
-      if (replaces_early_model(acc[e], kept, 149, margin_se)) kept = acc[e], epoch = int(e) + 1;
-    return epoch;
-  };
-  EXPECT_EQ(pick(0.0), 21);
-  EXPECT_EQ(pick(1.0), 6);
+  EXPECT_EQ(rule_pick(acc, 149, 0.0).first, 21);
+  EXPECT_EQ(rule_pick(acc, 149, 1.0).first, 6);
 }
 
 // pretrain keeps the model the rule picks from its own held-out curve, and records the rule's
@@ -397,13 +403,10 @@ TEST(TrainEarlyModel, PretrainKeepsTheModelTheRulePicks) {
     const Json early = read_json_lines(d + "/pretrain/model_early.json").back();
     const int64_t n = early["holdout_samples"].get<int64_t>();
     EXPECT_EQ(n, 16);  // a quarter of each of the 4 classes of 16
-    double kept = -1, best = -1;
-    int64_t epoch = 0;
-    for (size_t e = 0; e < metrics.size(); ++e) {
-      const double a = metrics[e]["holdout_acc"].get<double>();
-      best = std::max(best, a);
-      if (replaces_early_model(a, kept, n, margin)) kept = a, epoch = int64_t(e) + 1;
-    }
+    std::vector<double> curve;
+    for (const Json& m : metrics) curve.push_back(m["holdout_acc"].get<double>());
+    const double best = *std::max_element(curve.begin(), curve.end());
+    const auto [epoch, kept] = rule_pick(curve, n, margin);
     EXPECT_EQ(early["epoch"].get<int64_t>(), epoch) << "margin_se " << margin;
     EXPECT_DOUBLE_EQ(early["holdout_acc"].get<double>(), kept);
     EXPECT_DOUBLE_EQ(early["margin_se"].get<double>(), margin);
@@ -413,7 +416,7 @@ TEST(TrainEarlyModel, PretrainKeepsTheModelTheRulePicks) {
       EXPECT_DOUBLE_EQ(kept, best);
     }
     kept_epoch[margin] = epoch;
-    first_acc = metrics[0]["holdout_acc"].get<double>();
+    first_acc = curve[0];
     best_acc = best;
   }
   // The training is deterministic, so the three runs share one curve; where it rises after
