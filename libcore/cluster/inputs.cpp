@@ -157,6 +157,43 @@ std::vector<float> area_under_margin(const std::vector<float>& margin, int64_t e
   return aum;
 }
 
+namespace {
+// One class of align_heldout_areas: the held-out areas (rows `held`) onto the quantiles of the
+// trained ones (rows `trained`).
+void map_quantiles(std::vector<float>& aum, std::vector<size_t> trained, std::vector<size_t> held) {
+  if (trained.empty() || held.empty()) return;
+  auto by_area = [&](size_t a, size_t b) { return aum[a] < aum[b]; };
+  std::sort(trained.begin(), trained.end(), by_area);
+  std::sort(held.begin(), held.end(), by_area);
+  const double nt = double(trained.size()), nh = double(held.size());
+  std::vector<float> mapped(held.size());
+  for (size_t i = 0; i < held.size();) {
+    size_t j = i + 1;
+    while (j < held.size() && aum[held[j]] == aum[held[i]]) ++j;
+    const double q = (0.5 * double(i + j - 1) + 0.5) / nh;  // the tie group's mean rank
+    const double pos = std::clamp(q * nt - 0.5, 0.0, nt - 1.0);
+    const size_t lo = size_t(pos), hi = std::min(lo + 1, trained.size() - 1);
+    const double w = pos - double(lo);
+    const float v = float((1 - w) * aum[trained[lo]] + w * aum[trained[hi]]);
+    for (size_t k = i; k < j; ++k) mapped[k] = v;
+    i = j;
+  }
+  for (size_t k = 0; k < held.size(); ++k) aum[held[k]] = mapped[k];
+}
+}  // namespace
+
+void align_heldout_areas(std::vector<float>& aum, const std::vector<uint8_t>& heldout,
+                         const std::vector<int32_t>& labels) {
+  SIEVE_ASSERT(aum.size() == heldout.size() && aum.size() == labels.size(),
+               "align_heldout_areas: ", aum.size(), " areas, ", heldout.size(), " held-out marks, ",
+               labels.size(), " labels");
+  std::unordered_map<int32_t, std::pair<std::vector<size_t>, std::vector<size_t>>> groups;
+  for (size_t i = 0; i < aum.size(); ++i)
+    if (!std::isnan(aum[i]))
+      (heldout[i] ? groups[labels[i]].second : groups[labels[i]].first).push_back(i);
+  for (auto& [label, g] : groups) map_quantiles(aum, std::move(g.first), std::move(g.second));
+}
+
 std::vector<float> read_aum(const std::string& path, const std::vector<int64_t>& ids) {
   h5::File f = h5::File::open(path);
   h5::require_schema(f, schema::kDynamics);
@@ -164,8 +201,14 @@ std::vector<float> read_aum(const std::string& path, const std::vector<int64_t>&
   const auto idims = f.require<int64_t>("/sample_id", 1);
   SIEVE_CHECK(dims[1] == idims[0], path, ": /margin has ", dims[1], " columns for ", idims[0],
               " sample ids");
-  const std::vector<float> aum =
+  std::vector<float> aum =
       area_under_margin(f.read_all<float>("/margin"), int64_t(dims[0]), int64_t(dims[1]));
+  if (f.exists("/heldout")) {  // files from before held-out samples were recorded lack it
+    const auto hdims = f.require<uint8_t>("/heldout", 1);
+    SIEVE_CHECK(hdims[0] == idims[0], path, ": /heldout has ", hdims[0], " entries for ", idims[0],
+                " sample ids");
+    align_heldout_areas(aum, f.read_all<uint8_t>("/heldout"), f.read_all<int32_t>("/labels"));
+  }
   const std::vector<int64_t> file_ids = f.read_all<int64_t>("/sample_id");
   std::unordered_map<int64_t, size_t> col;
   col.reserve(file_ids.size());

@@ -52,9 +52,21 @@ FeatureShares read_feature_shares(const Comm& comm, const std::string& path,
 
 // The training-dynamics detector's input: the area under the margin (mean margin over the
 // recorded epochs) of each of the input's samples `ids`, from pretrain's dynamics.h5
-// (train/dynamics.hpp); NaN for a sample never trained (held out). An id missing from the
-// file, or a wrong shape, is an Error naming the file.
+// (train/dynamics.hpp); NaN for a sample with no recorded epoch. Where the file marks
+// held-out samples (/heldout: margins from evaluation, not training) their areas are put on
+// the trained samples' scale by align_heldout_areas. An id missing from the file, or a wrong
+// shape, is an Error naming the file.
 std::vector<float> read_aum(const std::string& path, const std::vector<int64_t>& ids);
+
+// Held-out samples' areas come from a model that never fitted them, so they sit lower than
+// the trained samples' (by how much depends on the data, the class and the epoch count):
+// compared as they are, the held-out share would be flagged first. The held-out part is a
+// stratified random share of every class with the same noise in expectation, so within each
+// class (`labels`) each held-out area is replaced by the trained areas' value at the same
+// quantile (quantile mapping; ties share their mean rank). A class without trained or without
+// held-out samples is left as it is; NaN entries stay NaN.
+void align_heldout_areas(std::vector<float>& aum, const std::vector<uint8_t>& heldout,
+                         const std::vector<int32_t>& labels);
 
 // The area under the margin of each column of a margin table [epochs, n] (NaN entries are
 // epochs not recorded; NaN where none is).

@@ -290,7 +290,8 @@ void run_ranked_detectors(FilterRun& r) {
     r.flag_counts = knn ? combined_counts(r.estimate.per_class, knn->flag, r.in.labels.data())
                         : r.estimate.per_class;
   }
-  // Training dynamics: the negated area under the margin (NaN: never trained, i.e. held out).
+  // Training dynamics: the negated area under the margin (NaN: no epoch recorded; held-out
+  // samples have one from evaluation in files written since they are recorded).
   std::vector<float> neg_aum;
   if (!r.dynamics_file.empty() && (r.runs(detector("dynamics")) || r.runs(consensus))) {
     r.same_dataset(r.dynamics_file);

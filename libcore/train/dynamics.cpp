@@ -16,10 +16,16 @@ float margin_of(const float* logits, int k, int y) {
   return k > 1 ? logits[y] - other : 0.0f;
 }
 
-TrainingDynamics::TrainingDynamics(const SplitData& split, int64_t epochs)
-    : epochs_(epochs), ids_(split.sample_id), labels_(split.labels) {
+TrainingDynamics::TrainingDynamics(const SplitData& split, int64_t epochs,
+                                   const std::vector<int64_t>& heldout_rows)
+    : epochs_(epochs), ids_(split.sample_id), labels_(split.labels), heldout_(ids_.size(), 0) {
   column_.reserve(ids_.size());
   for (size_t i = 0; i < ids_.size(); ++i) column_[ids_[i]] = int64_t(i);
+  for (int64_t row : heldout_rows) {
+    SIEVE_ASSERT(row >= 0 && size_t(row) < ids_.size(), "training dynamics: held-out row ", row,
+                 " of ", ids_.size());
+    heldout_[size_t(row)] = 1;
+  }
   epoch_sum_.assign(ids_.size(), 0.0f);
   epoch_seen_.assign(ids_.size(), 0.0f);
 }
@@ -68,6 +74,8 @@ void write_dynamics(const Comm& comm, const std::string& path, const TrainingDyn
     f.write_rows<int64_t>("/sample_id", 0, n, d.sample_ids().data());
     f.create_dataset<int32_t>("/labels", {n});
     f.write_rows<int32_t>("/labels", 0, n, d.labels().data());
+    f.create_dataset<uint8_t>("/heldout", {n});
+    f.write_rows<uint8_t>("/heldout", 0, n, d.heldout().data());
     f.set_attr("/", "epochs", int64_t(e));
     h5::stamp(f, schema::kDynamics, config_yaml);
     lineage::stamp_derived(f, schema::kDynamics, config_yaml, from);

@@ -9,11 +9,18 @@
 // peak is noisy on small held-out parts: docs/detection.md).
 //
 // What is recorded: margin[e][i] for epoch e and training sample i (float32, NaN where the
-// sample was not trained that epoch: held-out samples, or epochs before a resumed run's
-// checkpoint). Each rank records the samples it trains; at each epoch's end the ranks' rows
-// are summed onto rank 0 (a sample is trained by exactly one rank per epoch), which keeps the
-// [epochs, N] table: 4 bytes per sample per epoch (7 MB for 60,000 samples x 30 epochs).
-// Written as pretrain/dynamics.h5 (docs/formats.md): /margin [E, N], /sample_id, /labels.
+// sample was not seen that epoch: epochs before a resumed run's checkpoint, or a sample the
+// epoch's last partial batch left out). A trained sample's margin comes from the training
+// forward pass; a held-out sample's (pretrain.holdout: never trained) from the held-out
+// evaluation at the epoch's end, so the held-out 10 % are ranked too (before, they had no
+// record and the detector could never flag them). The two are different measurements (the
+// model mid-epoch in training mode on a sample it fits, against the model at the epoch's end
+// on one it never saw), so /heldout marks which is which and readers compare each group's
+// areas within the group (cluster/inputs.hpp). Each rank records the samples it trains or
+// evaluates; at each epoch's end the ranks' rows are summed onto rank 0 (a sample is seen by
+// exactly one rank per epoch), which keeps the [epochs, N] table: 4 bytes per sample per epoch
+// (7 MB for 60,000 samples x 30 epochs). Written as pretrain/dynamics.h5 (docs/formats.md):
+// /margin [E, N], /sample_id, /labels, /heldout.
 #pragma once
 #include <cstdint>
 #include <optional>
@@ -32,11 +39,13 @@ inline constexpr const char* kDynamicsFile = "dynamics.h5";
 
 class TrainingDynamics {
  public:
-  // `split`: the training split (its sample_id and labels; sample data may be absent).
-  TrainingDynamics(const SplitData& split, int64_t epochs);
+  // `split`: the training split (its sample_id and labels; sample data may be absent);
+  // `heldout_rows`: its rows held out of training (recorded from their evaluation).
+  TrainingDynamics(const SplitData& split, int64_t epochs,
+                   const std::vector<int64_t>& heldout_rows = {});
 
-  // One micro-batch of epoch `epoch` (0-based): rows of `data` (whose sample ids are in the
-  // split), their logits [rows.size(), k] in that order.
+  // One micro-batch (or evaluation batch) of epoch `epoch` (0-based): rows of `data` (whose
+  // sample ids are in the split), their logits [rows.size(), k] in that order.
   void record(int64_t epoch, const SplitData& data, const std::vector<int64_t>& rows,
               const float* logits, int k);
   // Collective: sums the epoch's rows onto rank 0 and clears the accumulators.
@@ -47,11 +56,14 @@ class TrainingDynamics {
   int64_t samples() const { return int64_t(ids_.size()); }
   const std::vector<int64_t>& sample_ids() const { return ids_; }
   const std::vector<int32_t>& labels() const { return labels_; }
+  // 1 for a held-out sample (margins from evaluation), 0 for a trained one; split order.
+  const std::vector<uint8_t>& heldout() const { return heldout_; }
 
  private:
   int64_t epochs_;
   std::vector<int64_t> ids_;
   std::vector<int32_t> labels_;
+  std::vector<uint8_t> heldout_;
   std::unordered_map<int64_t, int64_t> column_;  // sample id -> column
   std::vector<float> epoch_sum_;                 // [N] this rank's margins this epoch
   std::vector<float> epoch_seen_;                // [N] 1 where recorded

@@ -150,6 +150,36 @@ bool answered_fold_flags(ToolContext& ctx) {
   return true;
 }
 
+// pretrain's hooks into the training loop: every training batch's margins into `dynamics`
+// (if any); at every epoch's end the held-out evaluation (the early model's pick, and the
+// held-out samples' margins), then the epoch's dynamics filed. Sets `trained_an_epoch`.
+void watch_epochs(const Comm& comm, Trainer& trainer, const EvalSplit& holdout_rows,
+                  const HoldoutSplit& split, double holdout, EarlyModelKeeper& early_model,
+                  std::optional<TrainingDynamics>& dynamics, bool& trained_an_epoch) {
+  if (dynamics)
+    trainer.set_batch_hook([&](int64_t epoch, const SplitData& d, const std::vector<int64_t>& rows,
+                               const float* logits,
+                               int k) { dynamics->record(epoch, d, rows, logits, k); });
+  trainer.set_epoch_hook([&, holdout](int64_t epoch, Json& rec) {  // called after this returns
+    trained_an_epoch = true;
+    if (holdout <= 0) {
+      if (dynamics) dynamics->end_epoch(comm, epoch - 1);
+      return;
+    }
+    Trainer::EvalHook record_heldout;
+    if (dynamics)
+      record_heldout = [&](const SplitData& d, const std::vector<int64_t>& rows,
+                           const float* logits,
+                           int k) { dynamics->record(epoch - 1, d, rows, logits, k); };
+    auto [loss, acc] = trainer.evaluate(holdout_rows, &split.holdout, record_heldout);
+    if (dynamics) dynamics->end_epoch(comm, epoch - 1);
+    rec["holdout_loss"] = loss;
+    rec["holdout_acc"] = acc;
+    early_model.update(epoch, loss, acc, trainer.model());
+    log::info(cat("epoch ", epoch, ": held-out acc ", acc, " (", early_model.describe(), ")"));
+  });
+}
+
 }  // namespace
 
 void pretrain_main(ToolContext& ctx) {
@@ -220,25 +250,14 @@ void pretrain_main(ToolContext& ctx) {
                                set.staged(name_of(early_info)), from_early, ctx.cfg.to_yaml(),
                                set.run_id(), int64_t(split.holdout.size()), resume && holdout > 0,
                                early_margin_se);
-  // Training dynamics (train/dynamics.hpp): margins from every training forward pass.
+  // Training dynamics (train/dynamics.hpp): margins from every training forward pass, and
+  // the held-out samples' from their evaluation at each epoch's end.
   std::optional<TrainingDynamics> dynamics;
-  if (ctx.cfg.get_bool("pretrain.dynamics")) {
-    dynamics.emplace(data.train, opt.epochs);
-    trainer.set_batch_hook([&](int64_t epoch, const SplitData& d, const std::vector<int64_t>& rows,
-                               const float* logits,
-                               int k) { dynamics->record(epoch, d, rows, logits, k); });
-  }
+  if (ctx.cfg.get_bool("pretrain.dynamics"))
+    dynamics.emplace(data.train, opt.epochs, split.holdout);
   bool trained_an_epoch = false;
-  trainer.set_epoch_hook([&](int64_t epoch, Json& rec) {
-    trained_an_epoch = true;
-    if (dynamics) dynamics->end_epoch(ctx.comm, epoch - 1);
-    if (holdout <= 0) return;
-    auto [loss, acc] = trainer.evaluate(holdout_rows, &split.holdout);
-    rec["holdout_loss"] = loss;
-    rec["holdout_acc"] = acc;
-    early_model.update(epoch, loss, acc, trainer.model());
-    log::info(cat("epoch ", epoch, ": held-out acc ", acc, " (", early_model.describe(), ")"));
-  });
+  watch_epochs(ctx.comm, trainer, holdout_rows, split, holdout, early_model, dynamics,
+               trained_an_epoch);
   TrainResult r;
   try {
     r = trainer.run(resume);

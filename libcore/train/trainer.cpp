@@ -120,7 +120,8 @@ void Trainer::checkpoint(const TrainState& st) {
   if (comm_.is_root()) prune_checkpoints(ckpt_dir_, o_.ckpt_keep);
 }
 
-std::pair<double, double> Trainer::evaluate(const EvalSplit& d, const std::vector<int64_t>* rows) {
+std::pair<double, double> Trainer::evaluate(const EvalSplit& d, const std::vector<int64_t>* rows,
+                                            const EvalHook& on_logits) {
   source_->quiesce();           // streamed evaluation reads the file on this thread
   double stats[3] = {0, 0, 0};  // loss sum, correct, n
   Batch b;
@@ -131,6 +132,9 @@ std::pair<double, double> Trainer::evaluate(const EvalSplit& d, const std::vecto
           const int n = int(std::min<size_t>(size_t(o_.eval_batch), local.size() - i));
           make_batch(block, meta_, local.data() + i, n, false, 0, 0, &b);
           const float* logits = model_->forward(b.x.data(), n, false);
+          if (on_logits)
+            on_logits(block, std::vector<int64_t>(local.begin() + i, local.begin() + i + n), logits,
+                      model_->num_classes());
           int correct = 0;
           double loss = nn::softmax_cross_entropy(logits, b.y.data(), n, model_->num_classes(),
                                                   0.0f, nullptr, &correct);

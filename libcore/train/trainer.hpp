@@ -80,10 +80,15 @@ class Trainer {
   nn::Model& model() { return *model_; }
   // The gradient communication strategy of the last run() (null before), for its stats.
   const GradSync* grad_sync() const { return sync_.get(); }
+  // Called on the rank that evaluates them with each evaluation batch's logits: (the block of
+  // the split, the batch's rows of it, their logits [rows, classes]). pretrain records the
+  // held-out samples' margins with it (train/dynamics.hpp).
+  using EvalHook = std::function<void(const SplitData& data, const std::vector<int64_t>& rows,
+                                      const float* logits, int classes)>;
   // Mean loss and accuracy of the current model over a split (eval mode, all ranks), or
-  // over the listed rows of it when `rows` is given.
-  std::pair<double, double> evaluate(const EvalSplit& d,
-                                     const std::vector<int64_t>* rows = nullptr);
+  // over the listed rows of it when `rows` is given; `on_logits`, if set, sees every batch.
+  std::pair<double, double> evaluate(const EvalSplit& d, const std::vector<int64_t>* rows = nullptr,
+                                     const EvalHook& on_logits = {});
   // Called on every rank at the end of each epoch, after the test evaluation and before
   // the epoch's metrics line and checkpoint are written: (epoch 1-based, metrics record).
   // pretrain uses it to evaluate its held-out part and keep the early-learning model.

@@ -232,14 +232,26 @@ class Run:
     @functools.cached_property
     def margins(self):
         """float32 [epochs, N]: each sample's margin at each pretrain epoch (NaN where not
-        trained: held out, or before a resume)."""
+        recorded: before a resume). Held-out samples' margins come from the held-out evaluation
+        at each epoch's end, not from training (see ``heldout``)."""
         with self._open("dynamics") as f:
             m = f["/margin"][()].astype(np.float32)
             return self._align("dynamics", f["/sample_id"][()], m.T, np.nan).T
 
+    @functools.cached_property
+    def heldout(self):
+        """bool [N]: samples pretrain held out (their margins are from evaluation, on another
+        scale than the trained samples': compare areas within each group, as cluster_filter
+        does by quantile mapping). All False for files written before they were recorded."""
+        with self._open("dynamics") as f:
+            ids = f["/sample_id"][()]
+            held = f["/heldout"][()].astype(bool) if "/heldout" in f else np.zeros(len(ids), bool)
+            return self._align("dynamics", ids, held, False)
+
     @property
     def aum(self):
-        """float32 [N]: the area under the margin (mean over recorded epochs; NaN if none)."""
+        """float32 [N]: the area under the margin (mean over recorded epochs; NaN if none).
+        Held-out samples' areas are as recorded (see ``heldout``)."""
         m = self.margins
         n = np.sum(~np.isnan(m), axis=0)
         s = np.nansum(m, axis=0)

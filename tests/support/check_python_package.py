@@ -75,6 +75,14 @@ with h5py.File(ds_path, "r") as d, h5py.File(flt_path, "r") as f, \
     check(np.array_equal(y, d["/train/labels"][()][kept_rows[[3, 0, 3]]]), "labels of read rows")
 print(f"  read: {len(run)} samples, {int(run.keep.sum())} kept, detectors {', '.join(run.detectors)}")
 
+# pretrain's held-out samples: marked, and their margins recorded (from evaluation).
+with h5py.File(os.path.join(run_dir, "pretrain", "dynamics.h5"), "r") as g:
+    by_id = {int(s): i for i, s in enumerate(g["/sample_id"][()])}
+    held = g["/heldout"][()][[by_id[int(s)] for s in run.sample_ids]] == 1
+check(np.array_equal(run.heldout, held), "heldout differs from h5py's /heldout")
+check(0 < held.sum() < len(held), f"held-out samples: {int(held.sum())} of {len(held)}")
+check(np.all(np.isfinite(run.margins[:, held])), "a held-out sample has no recorded margin")
+
 # A filter of another dataset is refused, naming both files.
 other_ds = os.path.join(other_dir, "dataset.h5")
 try:

@@ -149,3 +149,26 @@ TEST(ClusterCalibrate, AreaUnderTheMarginSkipsUnrecordedEpochs) {
   EXPECT_TRUE(std::isnan(aum[2]));
   EXPECT_THROW(area_under_margin(m, 2, 3), Error);
 }
+
+// Held-out areas (from evaluation, on another scale) take the trained areas' value at the
+// same quantile, class by class; ties share a quantile, NaN stays, a class with no trained
+// sample is left alone.
+TEST(ClusterCalibrate, HeldOutAreasTakeTheTrainedQuantiles) {
+  const float nan = std::nanf("");
+  //                          class 0: trained 1..4, held 20 / 10 / NaN; class 1: held only
+  std::vector<float> aum = {1.0f, 2.0f, 3.0f, 4.0f, 20.0f, 10.0f, nan, 7.0f};
+  const std::vector<uint8_t> held = {0, 0, 0, 0, 1, 1, 1, 1};
+  const std::vector<int32_t> labels = {0, 0, 0, 0, 0, 0, 0, 1};
+  align_heldout_areas(aum, held, labels);
+  // Two held-out of four trained: quantiles 1/4 and 3/4, i.e. positions 0.5 and 2.5.
+  EXPECT_FLOAT_EQ(aum[5], 1.5f);
+  EXPECT_FLOAT_EQ(aum[4], 3.5f);
+  EXPECT_TRUE(std::isnan(aum[6]));
+  EXPECT_FLOAT_EQ(aum[7], 7.0f);
+  for (int i = 0; i < 4; ++i) EXPECT_FLOAT_EQ(aum[size_t(i)], float(i + 1)) << i;
+  // A tie takes the mean rank: both at the median of the trained areas.
+  std::vector<float> tied = {1.0f, 2.0f, 3.0f, 4.0f, -5.0f, -5.0f};
+  align_heldout_areas(tied, {0, 0, 0, 0, 1, 1}, {0, 0, 0, 0, 0, 0});
+  EXPECT_FLOAT_EQ(tied[4], 2.5f);
+  EXPECT_FLOAT_EQ(tied[5], 2.5f);
+}

@@ -476,7 +476,8 @@ TEST(ClusterFilterTool, DynamicsDetectorReadsTheMarginsOfEveryEpoch) {
   ASSERT_EQ(run(io + "/filter.h5 --set filter.method=dynamics", &log), 0) << log;
   h5::File f = h5::File::open(dir + "/filter.h5");
   EXPECT_EQ(f.attr_string("/", "method"), "dynamics");
-  // Held-out noisy rows have no margins: they score the median and are missed.
+  // Rows with no recorded margin (a file from before held-out margins were recorded) score
+  // the median and are missed.
   int64_t truth = 0, missed = 0;
   for (size_t i = 0; i < n; ++i) {
     truth += s.noise[i];
@@ -510,6 +511,56 @@ TEST(ClusterFilterTool, DynamicsDetectorReadsTheMarginsOfEveryEpoch) {
             2)
       << log;
   EXPECT_NE(log.find("--dynamics"), std::string::npos) << log;
+}
+
+// Held-out samples' margins come from evaluation (pretrain: never trained on them) and sit
+// lower than the trained ones; with /heldout the detector compares each group within itself
+// and finds every flip, without it the held-out clean samples crowd out the trained flips.
+TEST(ClusterFilterTool, DynamicsDetectorPutsHeldOutMarginsOnTheTrainedScale) {
+  std::string dir = test::scratch_dir("cluster_tool_dynamics_heldout");
+  Synthetic s = make_synthetic(3, 300, 4);  // flips: every 20th sample of a class (5 %)
+  write_compare_inputs(dir, s);
+  const int epochs = 3;
+  const size_t n = s.ids.size();
+  // Held out: samples 0-19 and 200-219 of each class, 5 % flipped like the trained ones.
+  std::vector<uint8_t> held(n);
+  for (size_t i = 0; i < n; ++i) held[i] = (i % 300) / 20 % 10 == 0;
+  std::vector<float> margin(epochs * n);
+  for (int e = 0; e < epochs; ++e)
+    for (size_t i = 0; i < n; ++i) {
+      const float jitter = 0.001f * float(i % 97);
+      margin[e * n + i] =
+          held[i] ? (s.noise[i] ? -4.0f : -1.5f) - jitter : (s.noise[i] ? -1.0f : 1.0f) - jitter;
+    }
+  auto write = [&](const std::string& path, bool mark) {
+    h5::File f = h5::File::create(path);
+    put(f, "/margin", margin, {hsize_t(epochs), hsize_t(n)});
+    put(f, "/sample_id", s.ids, {n});
+    put(f, "/labels", s.labels, {n});
+    if (mark) put(f, "/heldout", held, {n});
+    h5::stamp(f, schema::kDynamics, "");
+  };
+  write(dir + "/dyn.h5", true);
+  write(dir + "/dyn_unmarked.h5", false);
+  int64_t truth = 0;
+  for (size_t i = 0; i < n; ++i) truth += s.noise[i];
+  auto hits = [&](const std::string& dyn) {
+    std::string log;
+    const std::string out = dir + "/" + dyn + ".filter.h5";
+    EXPECT_EQ(run("--input " + dir + "/emb.h5 --features " + dir + "/feat.h5 --truth " + dir +
+                      "/data.h5 --dynamics " + dir + "/" + dyn +
+                      " --set filter.method=dynamics --output " + out,
+                  &log),
+              0)
+        << log;
+    h5::File f = h5::File::open(out);
+    EXPECT_EQ(f.attr_int("/detectors/dynamics", "flagged"), truth);  // the estimated count
+    return f.attr_int("/detectors/dynamics", "hits");
+  };
+  EXPECT_EQ(hits("dyn.h5"), truth);
+  // Unmarked (a file from before held-out margins were recorded, read as one scale): of each
+  // class's 15 flagged, the 13 trained flips lose to the 38 held-out clean samples.
+  EXPECT_EQ(hits("dyn_unmarked.h5"), 3 * 2);
 }
 
 // filter.max_flagged: a detector that would flag most of a class is refused in one line

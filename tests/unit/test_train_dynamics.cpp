@@ -46,10 +46,15 @@ TEST(TrainDynamics, RecorderFilesEachEpochBySampleId) {
   EXPECT_TRUE(std::isnan(t[3]));
   EXPECT_FLOAT_EQ(t[4], 3.0f);
   EXPECT_TRUE(std::isnan(t[5]));
+  EXPECT_EQ(d.heldout(), std::vector<uint8_t>({0, 0, 0}));
+  // Held-out rows are marked by row, whatever their sample ids.
+  train::TrainingDynamics h(split, 1, {2});
+  EXPECT_EQ(h.heldout(), std::vector<uint8_t>({0, 0, 1}));
 }
 
-// pretrain records every trained sample at every epoch (held-out ones never), and the mean
-// margin separates labels flipped to another class from clean ones.
+// pretrain records every trained sample at every epoch and every held-out one (from its
+// evaluation, marked in /heldout), and the mean margin separates labels flipped to another
+// class from clean ones.
 TEST(TrainDynamics, PretrainWritesMarginsThatExposeFlippedLabels) {
   const std::string d = test::scratch_dir("train_dynamics");
   const int n = 256, classes = 4, epochs = 8;
@@ -80,7 +85,10 @@ TEST(TrainDynamics, PretrainWritesMarginsThatExposeFlippedLabels) {
   EXPECT_EQ(f.read_all<int64_t>("/sample_id"), tr.ids);
   EXPECT_EQ(f.read_all<int32_t>("/labels"), tr.labels);
   const auto m = f.read_all<float>("/margin");
-  // Naive AUM; columns all NaN are the held-out samples (10 % of each class: ~26).
+  const auto held = f.read_all<uint8_t>("/heldout");
+  ASSERT_EQ(held.size(), size_t(n));
+  // Naive AUM of the trained samples; the held-out ones (10 % of each class: ~26) are
+  // evaluated once at the end of every epoch.
   std::vector<double> aum_clean, aum_flipped;
   int held_out = 0;
   for (int i = 0; i < n; ++i) {
@@ -94,11 +102,12 @@ TEST(TrainDynamics, PretrainWritesMarginsThatExposeFlippedLabels) {
     }
     // A trained sample misses an epoch only when the epoch's last partial batch drops it
     // (230 training samples, batch 32: 6 a epoch).
-    ASSERT_TRUE(seen == 0 || seen >= epochs - 3) << "sample " << i << " recorded in " << seen;
-    if (seen == 0) {
+    if (held[size_t(i)]) {
+      EXPECT_EQ(seen, epochs) << "held-out sample " << i;
       ++held_out;
       continue;
     }
+    ASSERT_GE(seen, epochs - 3) << "sample " << i << " recorded in " << seen;
     (flipped[size_t(i)] ? aum_flipped : aum_clean).push_back(sum / seen);
   }
   EXPECT_GE(held_out, 20);
@@ -110,6 +119,21 @@ TEST(TrainDynamics, PretrainWritesMarginsThatExposeFlippedLabels) {
     for (double b : aum_clean) right += a < b ? 1.0 : a == b ? 0.5 : 0.0;
   const double auroc = right / double(aum_flipped.size() * aum_clean.size());
   EXPECT_GT(auroc, 0.9) << out;
+  // On two ranks each evaluates its share of the held-out rows: every one is still recorded
+  // at every epoch, and the same rows are marked.
+  const int rc_np2 = test::run_command(
+      cat(test::mpirun_prefix(2), test::tool_path("pretrain"), " --set run.dir=", d, " --output ",
+          d, "/np2/model.h5 --set pretrain.model.arch=mlp --set pretrain.epochs=2",
+          " --set pretrain.global_batch=32 --set pretrain.holdout=0.1"),
+      &out);
+  ASSERT_EQ(rc_np2, 0) << out;
+  h5::File g = h5::File::open(d + "/np2/dynamics.h5");
+  EXPECT_EQ(g.read_all<uint8_t>("/heldout"), held);
+  const auto m2 = g.read_all<float>("/margin");
+  for (int i = 0; i < n; ++i) {
+    if (!held[size_t(i)]) continue;
+    for (int e = 0; e < 2; ++e) EXPECT_FALSE(std::isnan(m2[size_t(e) * n + size_t(i)])) << i;
+  }
   // Off by a key: no file.
   const int rc2 =
       test::run_command(cat(test::tool_path("pretrain"), " --set run.dir=", d, " --output ", d,
