@@ -37,10 +37,15 @@ bool replaces_early_model(double acc, double kept_acc, int64_t samples, double m
   return kept_acc < 0 || acc > replacement_bar(kept_acc, samples, margin_se);
 }
 
+bool memorised(double final_train_acc, double peak_acc) {
+  const double error = 1 - peak_acc;
+  return error <= 0 || final_train_acc - peak_acc > 0.5 * error;
+}
+
 EarlyModelKeeper::EarlyModelKeeper(const Comm& comm, std::string model, std::string info,
                                    lineage::Lineage from, std::string config_yaml,
                                    std::string run_id, int64_t samples, bool resume,
-                                   double margin_se)
+                                   double margin_se, std::string pick)
     : comm_(comm),
       model_(std::move(model)),
       info_(std::move(info)),
@@ -48,48 +53,114 @@ EarlyModelKeeper::EarlyModelKeeper(const Comm& comm, std::string model, std::str
       run_id_(std::move(run_id)),
       from_(std::move(from)),
       samples_(samples),
-      margin_se_(margin_se) {
+      margin_se_(margin_se),
+      pick_(std::move(pick)) {
+  SIEVE_ASSERT(pick_ == "auto" || pick_ == "guarded" || pick_ == "peak", "early pick ", pick_);
+  peak_model_ = model_.substr(0, model_.size() - (model_.size() > 3 ? 3 : 0)) + ".peak.h5";
+  double state[8] = {-1, 0, 0, -1, 0, 0, -1, 0};
   if (resume && comm_.is_root() && fs::exists(info_) && fs::exists(model_)) {
     auto lines = read_json_lines(info_);
     Json j = lines.empty() ? Json::object() : lines.back();
-    kept_acc_ = j.value("holdout_acc", -1.0);
-    kept_epoch_ = j.value("epoch", int64_t(0));
+    // Files of runs before the peak was kept beside the guarded pick hold only epoch/acc.
+    state[0] = j.value("guarded_acc", j.value("holdout_acc", -1.0));
+    state[1] = double(j.value("guarded_epoch", j.value("epoch", int64_t(0))));
+    state[2] = j.value("guarded_loss", j.value("holdout_loss", 0.0));
+    state[3] = j.value("peak_acc", state[0]);
+    state[4] = double(j.value("peak_epoch", int64_t(state[1])));
+    state[5] = j.value("peak_loss", state[2]);
+    state[6] = j.value("train_acc", -1.0);
+    const std::string was = j.value("pick", std::string());  // set by a finished run
+    state[7] = was == "peak" ? 2 : was == "guarded" ? 1 : 0;
+    // The peak's copy is gone once finish() moved it; without it the peak is the guarded one.
+    if (state[4] != state[1] && state[7] == 0 && !fs::exists(peak_model_))
+      state[3] = state[0], state[4] = state[1], state[5] = state[2];
   }
-  comm_.bcast(&kept_acc_, 1);
-  comm_.bcast(&kept_epoch_, 1);
-  // A replacement beats every accuracy seen since the previous one (each stayed under the
-  // same bar), so at the kept epoch the highest seen is the kept accuracy itself.
-  best_seen_ = kept_acc_;
+  comm_.bcast(state, 8);
+  kept_acc_ = state[0], kept_epoch_ = int64_t(state[1]), kept_loss_ = state[2];
+  peak_acc_ = state[3], peak_epoch_ = int64_t(state[4]), peak_loss_ = state[5];
+  train_acc_ = state[6];
+  finished_ = state[7] != 0;
+  chose_peak_ = state[7] == 2;
 }
 
-void EarlyModelKeeper::update(int64_t epoch, double loss, double acc, nn::Model& m) {
-  best_seen_ = std::max(best_seen_, acc);
-  if (!replaces_early_model(acc, kept_acc_, samples_, margin_se_)) return;
-  kept_acc_ = acc;
-  kept_epoch_ = epoch;
-  save_model(model_, m, config_yaml_, from_, true, comm_);
-  if (comm_.is_root()) {
-    Json j;
-    j["epoch"] = epoch;
-    j["holdout_acc"] = acc;
-    j["holdout_loss"] = loss;
-    j["holdout_samples"] = samples_;
-    j["holdout_se"] = standard_error(acc, samples_);
-    j["margin_se"] = margin_se_;
-    j["run_id"] = run_id_;
-    write_text_atomic(info_, j.dump() + "\n");  // one JSON line
+void EarlyModelKeeper::update(int64_t epoch, double loss, double acc, double train_acc,
+                              nn::Model& m) {
+  // A replacement beats every accuracy since the previous one (each stayed under its bar),
+  // so it is also a new peak; a new peak that is no replacement is kept beside it.
+  const bool replaces = replaces_early_model(acc, kept_acc_, samples_, margin_se_);
+  const bool new_peak = acc > peak_acc_;
+  train_acc_ = train_acc;
+  if (replaces) {
+    kept_acc_ = acc, kept_loss_ = loss, kept_epoch_ = epoch;
+    save_model(model_, m, config_yaml_, from_, true, comm_);
   }
+  if (new_peak) {
+    peak_acc_ = acc, peak_loss_ = loss, peak_epoch_ = epoch;
+    if (!replaces) save_model(peak_model_, m, config_yaml_, from_, true, comm_);
+  }
+  write_info(false);  // every epoch: the training accuracy too, for a resumed run's finish
+}
+
+void EarlyModelKeeper::finish() {
+  if (kept_epoch_ == 0) return;  // no epoch evaluated
+  // A run resumed after its pick (stopped before its commit) keeps it.
+  if (!finished_)
+    chose_peak_ = pick_ == "peak" || (pick_ == "auto" && !memorised(train_acc_, peak_acc_));
+  finished_ = true;
+  on_root_agreed(comm_, [&] {
+    std::error_code ec;
+    if (chose_peak_ && peak_epoch_ != kept_epoch_ && fs::exists(peak_model_)) {
+      fs::rename(peak_model_, model_, ec);
+      if (ec) throw Error(cat(model_, ": cannot replace it by ", peak_model_, ": ", ec.message()));
+    }
+    fs::remove(peak_model_, ec);
+    write_info(true);
+  });
+}
+
+void EarlyModelKeeper::write_info(bool finished) const {
+  if (!comm_.is_root()) return;
+  const bool peak = finished && chose_peak_;
+  const double acc = peak ? peak_acc_ : kept_acc_;
+  Json j;
+  j["epoch"] = peak ? peak_epoch_ : kept_epoch_;
+  j["holdout_acc"] = acc;
+  j["holdout_loss"] = peak ? peak_loss_ : kept_loss_;
+  j["holdout_samples"] = samples_;
+  j["holdout_se"] = standard_error(acc, samples_);
+  j["margin_se"] = margin_se_;
+  j["guarded_epoch"] = kept_epoch_;
+  j["guarded_acc"] = kept_acc_;
+  j["guarded_loss"] = kept_loss_;
+  j["peak_epoch"] = peak_epoch_;
+  j["peak_acc"] = peak_acc_;
+  j["peak_loss"] = peak_loss_;
+  j["train_acc"] = train_acc_;
+  j["early_pick"] = pick_;
+  if (finished) {
+    j["memorised"] = memorised(train_acc_, peak_acc_);
+    j["pick"] = chose_peak_ ? "peak" : "guarded";
+  }
+  j["run_id"] = run_id_;
+  write_text_atomic(info_, j.dump() + "\n");  // one JSON line
 }
 
 std::string EarlyModelKeeper::describe() const {
   const double bar = replacement_bar(kept_acc_, samples_, margin_se_);
-  return cat("early model: epoch ", kept_epoch_, " at ", kept_acc_, "; best seen ", best_seen_,
-             "; a later epoch replaces it above ", bar);
+  return cat("early model: epoch ", kept_epoch_, " at ", kept_acc_, "; best seen ", peak_acc_,
+             " at epoch ", peak_epoch_, "; a later epoch replaces it above ", bar);
 }
 
 std::string EarlyModelKeeper::summary(int64_t epochs) const {
-  return cat("held-out acc ", kept_acc_, " at epoch ", kept_epoch_, " of ", epochs, " (highest ",
-             best_seen_, "; pretrain.early_margin_se = ", margin_se_, ")");
+  const bool mem = memorised(train_acc_, peak_acc_);
+  return cat("held-out acc ", chose_peak_ ? peak_acc_ : kept_acc_, " at epoch ",
+             chose_peak_ ? peak_epoch_ : kept_epoch_, " of ", epochs, ": the ",
+             chose_peak_ ? "highest"
+                         : cat("guarded pick (the highest: ", peak_acc_, " at epoch ", peak_epoch_,
+                               "; pretrain.early_margin_se = ", margin_se_, ")"),
+             "; the run ", mem ? "memorised" : "did not memorise", " its labels (train acc ",
+             train_acc_, " against the held-out peak ", peak_acc_,
+             "; pretrain.early_pick = ", pick_, ")");
 }
 
 std::string fold_model_name(const std::string& stem, int k, bool early) {
@@ -135,13 +206,15 @@ void fold_rows(const std::vector<int32_t>& fold, int k, std::vector<int64_t>* tr
 }  // namespace
 
 FoldPlan plan_folds(const TrainInput& data, const TrainOptions& opt, int folds,
-                    const std::string& ckpt_root, double early_margin_se) {
+                    const std::string& ckpt_root, double early_margin_se,
+                    const std::string& early_pick) {
   if (folds == 1)
     throw UsageError("pretrain.folds: 1 is not cross-fitting; expected 0 (off) or at least 2");
   FoldPlan p;
   p.folds = folds;
   p.ckpt_root = ckpt_root;
   p.early_margin_se = early_margin_se;
+  p.early_pick = early_pick;
   if (folds < 2) return p;
   SIEVE_CHECK(folds <= data.train.n, data.path, ": pretrain.folds=", folds, " exceeds the ",
               data.train.n, " training samples");
@@ -190,13 +263,13 @@ void train_fold_model(const Comm& comm, const std::string& config_yaml, const Tr
   EarlyModelKeeper early_model(
       comm, staged(fold_model_name(stem, k, true)), staged(cat(stem, "_fold", k, "_early.json")),
       {from.inputs, from.dataset_fingerprint, cat("fold", k, "_early")}, config_yaml, run_id,
-      int64_t(held.size()), resume, plan.early_margin_se);
+      int64_t(held.size()), resume, plan.early_margin_se, plan.early_pick);
   const EvalSplit rows_of_train = eval_split(data, data::Split::Train);
   t.set_epoch_hook([&](int64_t epoch, Json& rec) {
     auto [loss, acc] = t.evaluate(rows_of_train, &held);
     rec["holdout_loss"] = loss;  // the fold plays the held-out part's role
     rec["holdout_acc"] = acc;
-    early_model.update(epoch, loss, acc, t.model());
+    early_model.update(epoch, loss, acc, rec.value("train_acc", -1.0), t.model());
     log::info(cat("fold ", k + 1, " epoch ", epoch, ": fold acc ", acc, " (",
                   early_model.describe(), ")"));
   });
@@ -205,6 +278,7 @@ void train_fold_model(const Comm& comm, const std::string& config_yaml, const Tr
   } catch (const StopRequested& s) {
     exit_for_requeue(comm, s.checkpoint);
   }
+  early_model.finish();
   save_model(staged(fold_model_name(stem, k, false)), t.model(), config_yaml,
              {from.inputs, from.dataset_fingerprint, cat("fold", k)}, true, comm);
 }

@@ -45,32 +45,55 @@ namespace sieve::train {
 // epoch always replaces kept_acc < 0 (nothing kept yet).
 bool replaces_early_model(double acc, double kept_acc, int64_t samples, double margin_se);
 
+// Whether a run memorised its training labels: the last epoch's training accuracy on them
+// exceeds the highest held-out accuracy by more than half of that accuracy's error,
+// train_acc - peak > (1 - peak) / 2 (a held-out peak of 1 counts as memorised: nothing to
+// judge by). Why: the one-standard-error guard exists to keep the pick out of the
+// memorisation phase of a flat held-out curve; a run that never reaches that phase has none
+// to avoid, and there the guard only picks an earlier, less trained model, whose noise
+// estimate over-counts (Fashion-MNIST 60 k, 12 epochs: share 0.14-0.43, the plain peak better
+// by 0.013-0.038 F1; handwritten digits, 30 epochs: share 0.99-1.00, the guard better by up to
+// 0.67; docs/detection.md).
+bool memorised(double final_train_acc, double peak_acc);
+
 // Keeps the early-learning model: `model` (staged) and `info` (one JSON line: epoch,
-// holdout_acc, holdout_loss, holdout_samples, holdout_se, margin_se, run_id)
-// are rewritten whenever an epoch's held-out accuracy replaces the kept one
-// (replaces_early_model). A resumed run continues from the model its earlier part kept, as
-// `info` recorded it.
+// holdout_acc, holdout_loss, holdout_samples, holdout_se, margin_se, run_id, and the
+// candidates: guarded_epoch / guarded_acc, peak_epoch / peak_acc, train_acc) are rewritten
+// whenever an epoch's held-out accuracy replaces the guarded pick (replaces_early_model); the
+// plain peak, where it differs, is kept beside it (`model` with .peak.h5) until finish()
+// picks one (`pick`: auto, guarded or peak; see memorised). A resumed run continues from the
+// candidates its earlier part kept, as `info` recorded them.
 class EarlyModelKeeper {
  public:
   EarlyModelKeeper(const Comm& comm, std::string model, std::string info, lineage::Lineage from,
                    std::string config_yaml, std::string run_id, int64_t samples, bool resume,
-                   double margin_se);
-  // Collective, once per epoch (1-based) with that epoch's held-out loss and accuracy.
-  void update(int64_t epoch, double loss, double acc, nn::Model& m);
+                   double margin_se, std::string pick);
+  // Collective, once per epoch (1-based) with that epoch's held-out loss and accuracy and its
+  // training accuracy (on the labels trained on).
+  void update(int64_t epoch, double loss, double acc, double train_acc, nn::Model& m);
+  // Collective, after the last epoch: makes `model` the pick (moving the peak's copy over it
+  // where that is the pick) and records it in `info`.
+  void finish();
   // One phrase for the epoch log: the kept model and what a later epoch must beat.
   std::string describe() const;
-  // One phrase for the end of the run: the kept model against the highest of `epochs`.
+  // One phrase for the end of the run (after finish): the pick and why, of `epochs`.
   std::string summary(int64_t epochs) const;
 
  private:
+  void write_info(bool finished) const;
+
   const Comm& comm_;
-  std::string model_, info_, config_yaml_, run_id_;
+  std::string model_, peak_model_, info_, config_yaml_, run_id_;
   lineage::Lineage from_;
   int64_t samples_;
   double margin_se_;
-  double kept_acc_ = -1;
+  std::string pick_;
+  double kept_acc_ = -1, kept_loss_ = 0;  // the guarded pick
   int64_t kept_epoch_ = 0;
-  double best_seen_ = -1;
+  double peak_acc_ = -1, peak_loss_ = 0;  // the plain peak (best held-out accuracy seen)
+  int64_t peak_epoch_ = 0;
+  double train_acc_ = -1;  // the last epoch's training accuracy
+  bool chose_peak_ = false, finished_ = false;
 };
 
 // Names of the fold files beside `<stem>.h5` (see above).
@@ -93,12 +116,14 @@ struct FoldPlan {
   uint64_t seed = 0;
   std::vector<int32_t> fold;   // [training rows]
   std::string ckpt_root;       // <checkpoints>/
-  double early_margin_se = 1;  // pretrain.early_margin_se: each fold model's early pick
+  double early_margin_se = 1;  // pretrain.early_margin_se and .early_pick: each fold model's
+  std::string early_pick = "auto";  // early model, as the main one's
   // Fold k's checkpoints: <ckpt_root>/fold<k>.
   std::string checkpoint_dir(int k) const { return cat(ckpt_root, "/fold", k); }
 };
 FoldPlan plan_folds(const TrainInput& data, const TrainOptions& opt, int folds,
-                    const std::string& ckpt_root, double early_margin_se);
+                    const std::string& ckpt_root, double early_margin_se,
+                    const std::string& early_pick);
 // Trains fold model k (on the rows outside fold k, its checkpoints in <ckpt_root>/fold<k>),
 // writing fold_files(stem, k) where `staged` says, stamped with `run_id`.
 void train_fold_model(const Comm& comm, const std::string& config_yaml, const TrainInput& data,

@@ -127,6 +127,15 @@ void add_pretrain_keys(ConfigSchema& s) {
               "a small hold-out's noise does not pick a memorised epoch (0: every new peak; "
               "docs/detection.md)",
               0.0, 10.0);
+  // auto: the guard is there for runs that reach memorisation; on runs that never do, it only
+  // picks an under-trained epoch (docs/detection.md, twelfth session).
+  s.add_string("pretrain.early_pick", "auto",
+               "which epoch is the early model: guarded (the earliest that no later epoch beats "
+               "by pretrain.early_margin_se standard errors), peak (the highest held-out "
+               "accuracy), or auto: guarded when the run memorised its training labels (the "
+               "last epoch's training accuracy on them exceeds the held-out peak by more than "
+               "half of that peak's error), else the peak (docs/detection.md)",
+               {"auto", "guarded", "peak"});
   s.add_bool("pretrain.dynamics", true,
              "record every training sample's margin (assigned logit minus the largest other) at "
              "every epoch into dynamics.h5 beside the model: the training-dynamics detector's "

@@ -110,7 +110,8 @@ void pretrain_fold(ToolContext& ctx, int k) {
   check_main_model(ctx, output, data, k);
   const std::string run_id = run_id_of(output);
   const FoldPlan plan = plan_folds(data, opt, folds, dir + "/checkpoints",
-                                   ctx.cfg.get_float("pretrain.early_margin_se"));
+                                   ctx.cfg.get_float("pretrain.early_margin_se"),
+                                   ctx.cfg.get_string("pretrain.early_pick"));
   OutputSet set(ctx.comm, cat("pretrain-fold", k), dir, fold_files(stem, k));
   // A requeued task continues its checkpoints only when they are of this run.
   const std::string ckpt = plan.checkpoint_dir(k);
@@ -175,7 +176,7 @@ void watch_epochs(const Comm& comm, Trainer& trainer, const EvalSplit& holdout_r
     if (dynamics) dynamics->end_epoch(comm, epoch - 1);
     rec["holdout_loss"] = loss;
     rec["holdout_acc"] = acc;
-    early_model.update(epoch, loss, acc, trainer.model());
+    early_model.update(epoch, loss, acc, rec.value("train_acc", -1.0), trainer.model());
     log::info(cat("epoch ", epoch, ": held-out acc ", acc, " (", early_model.describe(), ")"));
   });
 }
@@ -220,8 +221,9 @@ void pretrain_main(ToolContext& ctx) {
 
   TrainOptions opt = read_train_options(ctx.cfg, "pretrain");
   TrainInput data = load_train_input(dataset, ctx.cfg);
-  const double early_margin_se = ctx.cfg.get_float("pretrain.early_margin_se");
-  const FoldPlan fold_plan = plan_folds(data, opt, folds, ckpt_dir, early_margin_se);
+  const FoldPlan fold_plan =
+      plan_folds(data, opt, folds, ckpt_dir, ctx.cfg.get_float("pretrain.early_margin_se"),
+                 ctx.cfg.get_string("pretrain.early_pick"));
   // With --skip-folds the fold tasks (pretrain --fold k) keep their own checkpoints.
   const bool skip_folds = ctx.has_flag("skip-folds");
   for (int k = 0; k < fold_plan.folds && !skip_folds; ++k)
@@ -249,7 +251,7 @@ void pretrain_main(ToolContext& ctx) {
   EarlyModelKeeper early_model(ctx.comm, set.staged(name_of(early)),
                                set.staged(name_of(early_info)), from_early, ctx.cfg.to_yaml(),
                                set.run_id(), int64_t(split.holdout.size()), resume && holdout > 0,
-                               early_margin_se);
+                               fold_plan.early_margin_se, fold_plan.early_pick);
   // Training dynamics (train/dynamics.hpp): margins from every training forward pass, and
   // the held-out samples' from their evaluation at each epoch's end.
   std::optional<TrainingDynamics> dynamics;
@@ -264,6 +266,7 @@ void pretrain_main(ToolContext& ctx) {
   } catch (const StopRequested& s) {
     exit_for_requeue(ctx.comm, s.checkpoint);
   }
+  if (holdout > 0) early_model.finish();  // the guarded pick or the peak (pretrain.early_pick)
   // Into the staging directory (the final name was checked up front), then the whole set.
   save_model(set.staged(name_of(output)), trainer.model(), ctx.cfg.to_yaml(), from, true, ctx.comm);
   // A run resumed in its fold models trains no epoch of this model: its dynamics, written

@@ -382,9 +382,10 @@ TEST(TrainEarlyModel, KeepsTheEarliestEpochThatNoLaterOneMeasurablyBeats) {
   EXPECT_EQ(rule_pick(acc, 149, 1.0).first, 6);
 }
 
-// pretrain keeps the model the rule picks from its own held-out curve, and records the rule's
-// terms beside it; pretrain.early_margin_se=0 keeps the first epoch of highest accuracy, and
-// 10 (on 16 held-out samples no later epoch can beat that) keeps the first epoch.
+// pretrain (pretrain.early_pick=guarded) keeps the model the rule picks from its own held-out
+// curve, and records the rule's terms beside it; pretrain.early_margin_se=0 keeps the first epoch
+// of highest accuracy, and 10 (on 16 held-out samples no later epoch can beat that) keeps the first
+// epoch.
 TEST(TrainEarlyModel, PretrainKeepsTheModelTheRulePicks) {
   const std::string d = test::scratch_dir("train_early_model");
   test::write_image_dataset(d + "/dataset.h5", 64, 32, 4);
@@ -395,7 +396,7 @@ TEST(TrainEarlyModel, PretrainKeepsTheModelTheRulePicks) {
     const std::string out =
         run_tiny("pretrain", d,
                  cat(" --overwrite --set pretrain.epochs=5 --set pretrain.holdout=0.25",
-                     " --set pretrain.early_margin_se=", margin),
+                     " --set pretrain.early_pick=guarded --set pretrain.early_margin_se=", margin),
                  &rc);
     ASSERT_EQ(rc, 0) << out;
     const auto metrics = read_json_lines(d + "/pretrain/metrics.jsonl");
@@ -425,4 +426,69 @@ TEST(TrainEarlyModel, PretrainKeepsTheModelTheRulePicks) {
   ASSERT_LT(first_acc, best_acc);
   EXPECT_EQ(kept_epoch[10.0], 1);
   EXPECT_GT(kept_epoch[0.0], 1);
+}
+
+// Whether a run memorised its labels: its last training accuracy exceeds the held-out peak by
+// more than half of the peak's error. Figures of real runs (docs/detection.md).
+TEST(TrainEarlyModel, MemorisedWhenTrainingOutrunsTheHeldOutPeakByHalfItsError) {
+  EXPECT_TRUE(memorised(1.000, 0.872));   // digits, 30 epochs: every label fitted
+  EXPECT_TRUE(memorised(0.995, 0.955));   // Fashion-MNIST instance noise: share 0.89
+  EXPECT_FALSE(memorised(0.801, 0.741));  // Fashion-MNIST symmetric 20 %, 12 epochs: 0.23
+  EXPECT_FALSE(memorised(0.905, 0.835));  // pairwise 10 %: 0.42
+  EXPECT_FALSE(memorised(0.888, 0.880));  // the quickstart: 0.07
+  EXPECT_FALSE(memorised(0.60, 0.80));    // augmented: training below the held-out accuracy
+  EXPECT_FALSE(memorised(0.899, 0.8));    // 0.099 over an error of 0.2: under half
+  EXPECT_TRUE(memorised(0.901, 0.8));
+  EXPECT_TRUE(memorised(1.0, 1.0));  // a perfect held-out peak: nothing to judge by, guarded
+}
+
+// pretrain.early_pick: peak keeps the highest held-out epoch even where the guard would keep an
+// earlier one (the peak's copy moved over the guarded pick: the same weights as the plain
+// peak's run); auto keeps the guarded pick when the run memorised, the peak when not, and
+// says which in model_early.json; no copy is left behind.
+TEST(TrainEarlyModel, PretrainPicksThePeakUnlessTheRunMemorised) {
+  const std::string d = test::scratch_dir("train_early_pick");
+  test::write_image_dataset(d + "/dataset.h5", 64, 32, 4);
+  auto weights = [](const std::string& path) {
+    auto m = load_model(path);
+    return std::vector<float>(m->params(), m->params() + m->num_params());
+  };
+  auto pretrain = [&](const std::string& sets) {
+    int rc = 0;
+    const std::string out =
+        run_tiny("pretrain", d,
+                 " --overwrite --set pretrain.epochs=5 --set pretrain.holdout=0.25" + sets, &rc);
+    EXPECT_EQ(rc, 0) << out;
+    return read_json_lines(d + "/pretrain/model_early.json").back();
+  };
+  const Json plain =
+      pretrain(" --set pretrain.early_pick=guarded --set pretrain.early_margin_se=0");
+  const std::vector<float> plain_weights = weights(d + "/pretrain/model_early.h5");
+  const auto metrics = read_json_lines(d + "/pretrain/metrics.jsonl");
+  ASSERT_EQ(metrics.size(), 5u);
+  int64_t best = 1;
+  for (size_t e = 0; e < metrics.size(); ++e)
+    if (metrics[e]["holdout_acc"].get<double>() >
+        metrics[size_t(best - 1)]["holdout_acc"].get<double>())
+      best = int64_t(e) + 1;
+  ASSERT_GT(best, 1) << "the curve must rise after the first epoch for this test to mean anything";
+  EXPECT_EQ(plain["epoch"].get<int64_t>(), best);
+
+  const Json peak = pretrain(" --set pretrain.early_pick=peak --set pretrain.early_margin_se=10");
+  EXPECT_EQ(peak["guarded_epoch"].get<int64_t>(), 1);  // 16 samples: nothing beats by 10 SE
+  EXPECT_EQ(peak["peak_epoch"].get<int64_t>(), best);
+  EXPECT_EQ(peak["epoch"].get<int64_t>(), best);
+  EXPECT_EQ(peak["pick"].get<std::string>(), "peak");
+  EXPECT_EQ(weights(d + "/pretrain/model_early.h5"), plain_weights);
+
+  const Json autop = pretrain(" --set pretrain.early_margin_se=10");  // early_pick: auto
+  const double train_acc = metrics.back()["train_acc"].get<double>();
+  const double peak_acc = metrics[size_t(best - 1)]["holdout_acc"].get<double>();
+  EXPECT_DOUBLE_EQ(autop["train_acc"].get<double>(), train_acc);
+  const bool mem = memorised(train_acc, peak_acc);
+  EXPECT_EQ(autop["memorised"].get<bool>(), mem);
+  EXPECT_EQ(autop["pick"].get<std::string>(), mem ? "guarded" : "peak");
+  EXPECT_EQ(autop["epoch"].get<int64_t>(), mem ? 1 : best);
+  for (const auto& e : fs::directory_iterator(d + "/pretrain"))
+    EXPECT_EQ(e.path().string().find(".peak."), std::string::npos) << e.path();
 }
