@@ -115,14 +115,15 @@ void add_pretrain_keys(ConfigSchema& s) {
   add_trainer_keys(s, "pretrain", "resnet18", 30, 256, 0.1, 0, 0.0, 0);
   s.add_float("pretrain.holdout", 0.1,
               "fraction of each class of the training split held out of pretraining (seeded); "
-              "the model at the held-out accuracy's early peak (pretrain.early_margin_se), "
+              "the model at the held-out accuracy's early peak (pretrain.early_pick), "
               "before the network memorises noisy labels, is written as model_early.h5 and is "
               "what extract_features uses by default (0: no hold-out, no early model; "
               "docs/detection.md)",
               0.0, 0.5);
   s.add_float("pretrain.early_margin_se", 1.0,
-              "a later epoch replaces the early model only when its held-out accuracy beats the "
-              "kept one by more than this many standard errors of that estimate (sqrt(p(1-p)/n), "
+              "the guarded pick (pretrain.early_pick): a later epoch replaces it only when its "
+              "held-out accuracy beats the kept one by more than this many standard errors of "
+              "that estimate (sqrt(p(1-p)/n), "
               "n held-out samples): the earliest model no later epoch measurably beats, so that "
               "a small hold-out's noise does not pick a memorised epoch (0: every new peak; "
               "docs/detection.md)",
