@@ -56,28 +56,38 @@ EarlyModelKeeper::EarlyModelKeeper(const Comm& comm, std::string model, std::str
       margin_se_(margin_se),
       pick_(std::move(pick)) {
   SIEVE_ASSERT(pick_ == "auto" || pick_ == "guarded" || pick_ == "peak", "early pick ", pick_);
-  peak_model_ = model_.substr(0, model_.size() - (model_.size() > 3 ? 3 : 0)) + ".peak.h5";
-  double state[8] = {-1, 0, 0, -1, 0, 0, -1, 0};
+  peak_model_ = fs::path(model_).replace_extension(".peak.h5").string();
+  int64_t finished_pick = 0;  // 0: none yet, 1: guarded, 2: peak
   if (resume && comm_.is_root() && fs::exists(info_) && fs::exists(model_)) {
     auto lines = read_json_lines(info_);
     Json j = lines.empty() ? Json::object() : lines.back();
-    // Files of runs before the peak was kept beside the guarded pick hold only epoch/acc.
-    state[0] = j.value("guarded_acc", j.value("holdout_acc", -1.0));
-    state[1] = double(j.value("guarded_epoch", j.value("epoch", int64_t(0))));
-    state[2] = j.value("guarded_loss", j.value("holdout_loss", 0.0));
-    state[3] = j.value("peak_acc", state[0]);
-    state[4] = double(j.value("peak_epoch", int64_t(state[1])));
-    state[5] = j.value("peak_loss", state[2]);
-    state[6] = j.value("train_acc", -1.0);
+    // Files of runs before the peak was kept beside the guarded pick hold only epoch/acc/loss.
+    auto read = [&](const std::string& prefix, const Candidate& fallback) {
+      return Candidate{j.value(prefix + "epoch", fallback.epoch),
+                       j.value(prefix + "acc", fallback.acc),
+                       j.value(prefix + "loss", fallback.loss)};
+    };
+    guarded_ = read("guarded_", {j.value("epoch", int64_t(0)), j.value("holdout_acc", -1.0),
+                                 j.value("holdout_loss", 0.0)});
+    peak_ = read("peak_", guarded_);
+    train_acc_ = j.value("train_acc", -1.0);
     const std::string was = j.value("pick", std::string());  // set by a finished run
-    state[7] = was == "peak" ? 2 : was == "guarded" ? 1 : 0;
+    finished_pick = was == "peak" ? 2 : was == "guarded" ? 1 : 0;
     // The peak's copy is gone once finish() moved it; without it the peak is the guarded one.
-    if (state[4] != state[1] && state[7] == 0 && !fs::exists(peak_model_))
-      state[3] = state[0], state[4] = state[1], state[5] = state[2];
+    if (peak_.epoch != guarded_.epoch && finished_pick == 0 && !fs::exists(peak_model_))
+      peak_ = guarded_;
   }
+  double state[8] = {double(guarded_.epoch),
+                     guarded_.acc,
+                     guarded_.loss,
+                     double(peak_.epoch),
+                     peak_.acc,
+                     peak_.loss,
+                     train_acc_,
+                     double(finished_pick)};
   comm_.bcast(state, 8);
-  kept_acc_ = state[0], kept_epoch_ = int64_t(state[1]), kept_loss_ = state[2];
-  peak_acc_ = state[3], peak_epoch_ = int64_t(state[4]), peak_loss_ = state[5];
+  guarded_ = {int64_t(state[0]), state[1], state[2]};
+  peak_ = {int64_t(state[3]), state[4], state[5]};
   train_acc_ = state[6];
   finished_ = state[7] != 0;
   chose_peak_ = state[7] == 2;
@@ -87,29 +97,29 @@ void EarlyModelKeeper::update(int64_t epoch, double loss, double acc, double tra
                               nn::Model& m) {
   // A replacement beats every accuracy since the previous one (each stayed under its bar),
   // so it is also a new peak; a new peak that is no replacement is kept beside it.
-  const bool replaces = replaces_early_model(acc, kept_acc_, samples_, margin_se_);
-  const bool new_peak = acc > peak_acc_;
+  const bool replaces = replaces_early_model(acc, guarded_.acc, samples_, margin_se_);
+  const bool new_peak = acc > peak_.acc;
   train_acc_ = train_acc;
   if (replaces) {
-    kept_acc_ = acc, kept_loss_ = loss, kept_epoch_ = epoch;
+    guarded_ = {epoch, acc, loss};
     save_model(model_, m, config_yaml_, from_, true, comm_);
   }
   if (new_peak) {
-    peak_acc_ = acc, peak_loss_ = loss, peak_epoch_ = epoch;
+    peak_ = {epoch, acc, loss};
     if (!replaces) save_model(peak_model_, m, config_yaml_, from_, true, comm_);
   }
   write_info(false);  // every epoch: the training accuracy too, for a resumed run's finish
 }
 
 void EarlyModelKeeper::finish() {
-  if (kept_epoch_ == 0) return;  // no epoch evaluated
+  if (guarded_.epoch == 0) return;  // no epoch evaluated
   // A run resumed after its pick (stopped before its commit) keeps it.
   if (!finished_)
-    chose_peak_ = pick_ == "peak" || (pick_ == "auto" && !memorised(train_acc_, peak_acc_));
+    chose_peak_ = pick_ == "peak" || (pick_ == "auto" && !memorised(train_acc_, peak_.acc));
   finished_ = true;
   on_root_agreed(comm_, [&] {
     std::error_code ec;
-    if (chose_peak_ && peak_epoch_ != kept_epoch_ && fs::exists(peak_model_)) {
+    if (chose_peak_ && peak_.epoch != guarded_.epoch && fs::exists(peak_model_)) {
       fs::rename(peak_model_, model_, ec);
       if (ec) throw Error(cat(model_, ": cannot replace it by ", peak_model_, ": ", ec.message()));
     }
@@ -120,25 +130,23 @@ void EarlyModelKeeper::finish() {
 
 void EarlyModelKeeper::write_info(bool finished) const {
   if (!comm_.is_root()) return;
-  const bool peak = finished && chose_peak_;
-  const double acc = peak ? peak_acc_ : kept_acc_;
+  const Candidate& in_file = finished ? picked() : guarded_;  // what `model` holds
   Json j;
-  j["epoch"] = peak ? peak_epoch_ : kept_epoch_;
-  j["holdout_acc"] = acc;
-  j["holdout_loss"] = peak ? peak_loss_ : kept_loss_;
+  j["epoch"] = in_file.epoch;
+  j["holdout_acc"] = in_file.acc;
+  j["holdout_loss"] = in_file.loss;
   j["holdout_samples"] = samples_;
-  j["holdout_se"] = standard_error(acc, samples_);
+  j["holdout_se"] = standard_error(in_file.acc, samples_);
   j["margin_se"] = margin_se_;
-  j["guarded_epoch"] = kept_epoch_;
-  j["guarded_acc"] = kept_acc_;
-  j["guarded_loss"] = kept_loss_;
-  j["peak_epoch"] = peak_epoch_;
-  j["peak_acc"] = peak_acc_;
-  j["peak_loss"] = peak_loss_;
+  for (const auto& [prefix, c] : {std::pair{"guarded_", &guarded_}, std::pair{"peak_", &peak_}}) {
+    j[cat(prefix, "epoch")] = c->epoch;
+    j[cat(prefix, "acc")] = c->acc;
+    j[cat(prefix, "loss")] = c->loss;
+  }
   j["train_acc"] = train_acc_;
   j["early_pick"] = pick_;
   if (finished) {
-    j["memorised"] = memorised(train_acc_, peak_acc_);
+    j["memorised"] = memorised(train_acc_, peak_.acc);
     j["pick"] = chose_peak_ ? "peak" : "guarded";
   }
   j["run_id"] = run_id_;
@@ -146,20 +154,19 @@ void EarlyModelKeeper::write_info(bool finished) const {
 }
 
 std::string EarlyModelKeeper::describe() const {
-  const double bar = replacement_bar(kept_acc_, samples_, margin_se_);
-  return cat("early model: epoch ", kept_epoch_, " at ", kept_acc_, "; best seen ", peak_acc_,
-             " at epoch ", peak_epoch_, "; a later epoch replaces it above ", bar);
+  const double bar = replacement_bar(guarded_.acc, samples_, margin_se_);
+  return cat("early model: epoch ", guarded_.epoch, " at ", guarded_.acc, "; best seen ", peak_.acc,
+             " at epoch ", peak_.epoch, "; a later epoch replaces it above ", bar);
 }
 
 std::string EarlyModelKeeper::summary(int64_t epochs) const {
-  const bool mem = memorised(train_acc_, peak_acc_);
-  return cat("held-out acc ", chose_peak_ ? peak_acc_ : kept_acc_, " at epoch ",
-             chose_peak_ ? peak_epoch_ : kept_epoch_, " of ", epochs, ": the ",
+  const bool mem = memorised(train_acc_, peak_.acc);
+  return cat("held-out acc ", picked().acc, " at epoch ", picked().epoch, " of ", epochs, ": the ",
              chose_peak_ ? "highest"
-                         : cat("guarded pick (the highest: ", peak_acc_, " at epoch ", peak_epoch_,
+                         : cat("guarded pick (the highest: ", peak_.acc, " at epoch ", peak_.epoch,
                                "; pretrain.early_margin_se = ", margin_se_, ")"),
              "; the run ", mem ? "memorised" : "did not memorise", " its labels (train acc ",
-             train_acc_, " against the held-out peak ", peak_acc_,
+             train_acc_, " against the held-out peak ", peak_.acc,
              "; pretrain.early_pick = ", pick_, ")");
 }
 

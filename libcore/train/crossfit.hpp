@@ -80,6 +80,12 @@ class EarlyModelKeeper {
   std::string summary(int64_t epochs) const;
 
  private:
+  // One candidate for the early model: its epoch (0: none yet) and held-out figures.
+  struct Candidate {
+    int64_t epoch = 0;
+    double acc = -1, loss = 0;
+  };
+  const Candidate& picked() const { return chose_peak_ ? peak_ : guarded_; }
   void write_info(bool finished) const;
 
   const Comm& comm_;
@@ -88,10 +94,8 @@ class EarlyModelKeeper {
   int64_t samples_;
   double margin_se_;
   std::string pick_;
-  double kept_acc_ = -1, kept_loss_ = 0;  // the guarded pick
-  int64_t kept_epoch_ = 0;
-  double peak_acc_ = -1, peak_loss_ = 0;  // the plain peak (best held-out accuracy seen)
-  int64_t peak_epoch_ = 0;
+  Candidate guarded_;      // the one-standard-error pick (replaces_early_model)
+  Candidate peak_;         // the plain peak (best held-out accuracy seen)
   double train_acc_ = -1;  // the last epoch's training accuracy
   bool chose_peak_ = false, finished_ = false;
 };
@@ -114,10 +118,11 @@ uint64_t fold_seed(uint64_t train_seed);
 struct FoldPlan {
   int folds = 0;
   uint64_t seed = 0;
-  std::vector<int32_t> fold;   // [training rows]
-  std::string ckpt_root;       // <checkpoints>/
-  double early_margin_se = 1;  // pretrain.early_margin_se and .early_pick: each fold model's
-  std::string early_pick = "auto";  // early model, as the main one's
+  std::vector<int32_t> fold;  // [training rows]
+  std::string ckpt_root;      // <checkpoints>/
+  // pretrain.early_margin_se and .early_pick: each fold model's early model, as the main one's.
+  double early_margin_se = 1;
+  std::string early_pick = "auto";
   // Fold k's checkpoints: <ckpt_root>/fold<k>.
   std::string checkpoint_dir(int k) const { return cat(ckpt_root, "/fold", k); }
 };

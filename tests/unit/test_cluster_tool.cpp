@@ -66,6 +66,19 @@ void write_embedding(const std::string& path, const std::vector<float>& x, int d
   h5::stamp(f, schema, "");
 }
 
+// A pretrain dynamics file: margins [epochs, ids.size()], the ids, and the labels and held-out
+// marks where given.
+void write_dynamics(const std::string& path, const std::vector<float>& margin, int epochs,
+                    const std::vector<int64_t>& ids, const std::vector<int32_t>& labels,
+                    const std::vector<uint8_t>* heldout = nullptr) {
+  h5::File f = h5::File::create(path);
+  put(f, "/margin", margin, {hsize_t(epochs), hsize_t(ids.size())});
+  put(f, "/sample_id", ids, {ids.size()});
+  if (!labels.empty()) put(f, "/labels", labels, {labels.size()});
+  if (heldout) put(f, "/heldout", *heldout, {heldout->size()});
+  h5::stamp(f, schema::kDynamics, "");
+}
+
 // The ground truth lives in the dataset file, in a different row order than the embedding.
 void write_truth(const std::string& path, const Synthetic& s) {
   std::vector<int64_t> ids(s.ids.rbegin(), s.ids.rend());
@@ -463,13 +476,7 @@ TEST(ClusterFilterTool, DynamicsDetectorReadsTheMarginsOfEveryEpoch) {
       margin[e * n + i] = i % 10 == 5 ? std::nanf("")
                           : s.noise[i] ? (e == 3 ? 0.5f : -1.0f - 0.001f * float(i))
                                        : 1.0f + 0.001f * float(i % 97);
-  {
-    h5::File f = h5::File::create(dir + "/dyn.h5");
-    put(f, "/margin", margin, {hsize_t(epochs), hsize_t(n)});
-    put(f, "/sample_id", s.ids, {n});
-    put(f, "/labels", s.labels, {n});
-    h5::stamp(f, schema::kDynamics, "");
-  }
+  write_dynamics(dir + "/dyn.h5", margin, epochs, s.ids, s.labels);
   const std::string io = "--input " + dir + "/emb.h5 --features " + dir + "/feat.h5 --truth " +
                          dir + "/data.h5 --dynamics " + dir + "/dyn.h5 --output " + dir;
   std::string log;
@@ -492,10 +499,7 @@ TEST(ClusterFilterTool, DynamicsDetectorReadsTheMarginsOfEveryEpoch) {
   {
     std::vector<int64_t> other(s.ids);
     other[0] = 99999999;
-    h5::File g = h5::File::create(dir + "/dyn_other.h5");
-    put(g, "/margin", margin, {hsize_t(epochs), hsize_t(n)});
-    put(g, "/sample_id", other, {n});
-    h5::stamp(g, schema::kDynamics, "");
+    write_dynamics(dir + "/dyn_other.h5", margin, epochs, other, {});
   }
   EXPECT_EQ(run("--input " + dir + "/emb.h5 --features " + dir + "/feat.h5 --dynamics " + dir +
                     "/dyn_other.h5 --set filter.method=dynamics --output " + dir + "/other.h5",
@@ -532,16 +536,8 @@ TEST(ClusterFilterTool, DynamicsDetectorPutsHeldOutMarginsOnTheTrainedScale) {
       margin[e * n + i] =
           held[i] ? (s.noise[i] ? -4.0f : -1.5f) - jitter : (s.noise[i] ? -1.0f : 1.0f) - jitter;
     }
-  auto write = [&](const std::string& path, bool mark) {
-    h5::File f = h5::File::create(path);
-    put(f, "/margin", margin, {hsize_t(epochs), hsize_t(n)});
-    put(f, "/sample_id", s.ids, {n});
-    put(f, "/labels", s.labels, {n});
-    if (mark) put(f, "/heldout", held, {n});
-    h5::stamp(f, schema::kDynamics, "");
-  };
-  write(dir + "/dyn.h5", true);
-  write(dir + "/dyn_unmarked.h5", false);
+  write_dynamics(dir + "/dyn.h5", margin, epochs, s.ids, s.labels, &held);
+  write_dynamics(dir + "/dyn_unmarked.h5", margin, epochs, s.ids, s.labels);
   int64_t truth = 0;
   for (size_t i = 0; i < n; ++i) truth += s.noise[i];
   auto hits = [&](const std::string& dyn) {

@@ -38,6 +38,12 @@ SplitData three_classes() {
   return d;
 }
 
+// A model file's parameters, to compare two runs' models bitwise.
+std::vector<float> model_weights(const std::string& path) {
+  auto m = load_model(path);
+  return std::vector<float>(m->params(), m->params() + m->num_params());
+}
+
 std::map<int64_t, int32_t> fold_by_id(const SplitData& d, const std::vector<int32_t>& fold) {
   std::map<int64_t, int32_t> m;
   for (int64_t i = 0; i < d.n; ++i) m[d.sample_id[size_t(i)]] = fold[size_t(i)];
@@ -221,16 +227,12 @@ TEST(TrainCrossfit, KilledInAFoldResumesToTheSameModels) {
   EXPECT_NE(out.find("fold 1 of 4"), std::string::npos) << out;
   out = run(b, "", " --resume", &rc);
   ASSERT_EQ(rc, 0) << out;
-  auto weights = [](const std::string& path) {
-    auto m = load_model(path);
-    return std::vector<float>(m->params(), m->params() + m->num_params());
-  };
   for (int k = 0; k < 4; ++k)
     for (bool early : {false, true}) {
       const std::string name = cat("/pretrain/model_fold", k, early ? "_early.h5" : ".h5");
-      EXPECT_EQ(weights(a + name), weights(b + name)) << name;
+      EXPECT_EQ(model_weights(a + name), model_weights(b + name)) << name;
     }
-  EXPECT_EQ(weights(a + "/pretrain/model.h5"), weights(b + "/pretrain/model.h5"));
+  EXPECT_EQ(model_weights(a + "/pretrain/model.h5"), model_weights(b + "/pretrain/model.h5"));
   const auto ma = h5::File::open(a + "/pretrain/dynamics.h5").read_all<float>("/margin");
   const auto mb = h5::File::open(b + "/pretrain/dynamics.h5").read_all<float>("/margin");
   ASSERT_EQ(ma.size(), mb.size());
@@ -297,13 +299,9 @@ TEST(TrainCrossfit, FoldsTrainedAsSeparateRunsEqualTheOneProcessRun) {
   ASSERT_EQ(rc, 0) << out;
   ASSERT_TRUE(fs::exists(pb + "model_folds.json")) << out;
 
-  auto weights = [](const std::string& path) {
-    auto m = load_model(path);
-    return std::vector<float>(m->params(), m->params() + m->num_params());
-  };
   for (const char* name : {"model.h5", "model_early.h5", "model_fold0.h5", "model_fold0_early.h5",
                            "model_fold1.h5", "model_fold1_early.h5"})
-    EXPECT_EQ(weights(pa + name), weights(pb + name)) << name;
+    EXPECT_EQ(model_weights(pa + name), model_weights(pb + name)) << name;
   Json ra = read_json_lines(pa + "model_folds.json").back();
   Json rb = read_json_lines(pb + "model_folds.json").back();
   EXPECT_EQ(rb["run_id"], run_id_of(pb + "model.h5"));
@@ -449,10 +447,6 @@ TEST(TrainEarlyModel, MemorisedWhenTrainingOutrunsTheHeldOutPeakByHalfItsError) 
 TEST(TrainEarlyModel, PretrainPicksThePeakUnlessTheRunMemorised) {
   const std::string d = test::scratch_dir("train_early_pick");
   test::write_image_dataset(d + "/dataset.h5", 64, 32, 4);
-  auto weights = [](const std::string& path) {
-    auto m = load_model(path);
-    return std::vector<float>(m->params(), m->params() + m->num_params());
-  };
   auto pretrain = [&](const std::string& sets) {
     int rc = 0;
     const std::string out =
@@ -463,7 +457,7 @@ TEST(TrainEarlyModel, PretrainPicksThePeakUnlessTheRunMemorised) {
   };
   const Json plain =
       pretrain(" --set pretrain.early_pick=guarded --set pretrain.early_margin_se=0");
-  const std::vector<float> plain_weights = weights(d + "/pretrain/model_early.h5");
+  const std::vector<float> plain_weights = model_weights(d + "/pretrain/model_early.h5");
   const auto metrics = read_json_lines(d + "/pretrain/metrics.jsonl");
   ASSERT_EQ(metrics.size(), 5u);
   int64_t best = 1;
@@ -479,7 +473,7 @@ TEST(TrainEarlyModel, PretrainPicksThePeakUnlessTheRunMemorised) {
   EXPECT_EQ(peak["peak_epoch"].get<int64_t>(), best);
   EXPECT_EQ(peak["epoch"].get<int64_t>(), best);
   EXPECT_EQ(peak["pick"].get<std::string>(), "peak");
-  EXPECT_EQ(weights(d + "/pretrain/model_early.h5"), plain_weights);
+  EXPECT_EQ(model_weights(d + "/pretrain/model_early.h5"), plain_weights);
 
   const Json autop = pretrain(" --set pretrain.early_margin_se=10");  // early_pick: auto
   const double train_acc = metrics.back()["train_acc"].get<double>();
