@@ -34,6 +34,75 @@ NoiseEstimate estimate_from_joint(std::vector<int64_t> joint, std::vector<int64_
   return e;
 }
 
+namespace {
+
+// `amount` units shared in proportion to `weight` (negative counts as 0; all 0: in proportion
+// to the room), the rounding's units to the largest remainders (ties to the lower class), no
+// class past its `room`: a class that would be is filled and the rest shared again.
+std::vector<int64_t> share_out(int64_t amount, const std::vector<int64_t>& weight,
+                               const std::vector<int64_t>& room) {
+  const size_t k = room.size();
+  std::vector<int64_t> out(k, 0);
+  std::vector<bool> full(k, false);
+  while (amount > 0) {
+    std::vector<double> w(k, 0.0);
+    for (size_t c = 0; c < k; ++c)
+      if (!full[c]) w[c] = double(std::max<int64_t>(weight[c], 0));
+    double wsum = std::accumulate(w.begin(), w.end(), 0.0);
+    if (wsum == 0) {
+      for (size_t c = 0; c < k; ++c)
+        if (!full[c]) w[c] = double(std::max<int64_t>(room[c] - out[c], 0));
+      wsum = std::accumulate(w.begin(), w.end(), 0.0);
+    }
+    if (wsum == 0) break;  // every class full
+    std::vector<int64_t> add(k, 0);
+    std::vector<std::pair<double, size_t>> remainder;
+    int64_t given = 0;
+    for (size_t c = 0; c < k; ++c) {
+      const double exact = double(amount) * w[c] / wsum;
+      add[c] = int64_t(std::floor(exact));
+      given += add[c];
+      if (w[c] > 0) remainder.push_back({exact - double(add[c]), c});
+    }
+    std::stable_sort(remainder.begin(), remainder.end(),
+                     [](const auto& x, const auto& y) { return x.first > y.first; });
+    for (size_t r = 0; given < amount && r < remainder.size(); ++r, ++given)
+      ++add[remainder[r].second];
+    bool filled = false;
+    for (size_t c = 0; c < k; ++c) {
+      if (w[c] > 0 && add[c] >= room[c] - out[c]) {
+        add[c] = room[c] - out[c];
+        full[c] = filled = true;
+      }
+      out[c] += add[c];
+      amount -= add[c];
+    }
+    if (!filled) break;  // all placed
+  }
+  return out;
+}
+
+}  // namespace
+
+std::vector<int64_t> counts_for_rate(double rate, const std::vector<int64_t>& estimated,
+                                     const std::vector<int64_t>& class_size) {
+  SIEVE_ASSERT(estimated.size() == class_size.size() && rate >= 0 && rate <= 1,
+               "counts_for_rate: rate ", rate, ", ", estimated.size(), " estimates for ",
+               class_size.size(), " classes");
+  const size_t k = class_size.size();
+  const int64_t n = std::accumulate(class_size.begin(), class_size.end(), int64_t(0));
+  const int64_t total = std::min<int64_t>(n, std::llround(rate * double(n)));
+  std::vector<int64_t> seen(k);
+  for (size_t c = 0; c < k; ++c) seen[c] = std::clamp<int64_t>(estimated[c], 0, class_size[c]);
+  const int64_t seen_total = std::accumulate(seen.begin(), seen.end(), int64_t(0));
+  if (total <= seen_total) return share_out(total, seen, class_size);
+  std::vector<int64_t> room(k);
+  for (size_t c = 0; c < k; ++c) room[c] = class_size[c] - seen[c];
+  const std::vector<int64_t> unseen = share_out(total - seen_total, class_size, room);
+  for (size_t c = 0; c < k; ++c) seen[c] += unseen[c];
+  return seen;
+}
+
 std::vector<uint8_t> flag_top_per_class(const std::vector<float>& score, const int32_t* labels,
                                         const std::vector<int64_t>& counts) {
   std::map<int32_t, std::vector<int64_t>> rows;

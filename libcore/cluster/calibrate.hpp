@@ -45,6 +45,17 @@ NoiseEstimate estimate_from_joint(std::vector<int64_t> joint, std::vector<int64_
 std::vector<int64_t> combined_counts(const std::vector<int64_t>& estimate,
                                      const std::vector<uint8_t>& vote_flag, const int32_t* labels);
 
+// filter.noise_rate: a share of wrong labels the user knows (from relabelling a sample, say)
+// as per-class counts, round(rate * N) in all (N: the sum of class_size). Where that is more
+// than the data's own per-class estimate, each class keeps its estimate and the wrong labels
+// the estimate could not see are spread by class size (noise that follows the model's own
+// confusions is what it misses, and nothing says which classes hold it; spreading it like the
+// estimate would pile it into the few classes the estimate happened to see); where it is less,
+// the estimate is scaled down. The rounding's units go to the largest remainders (ties to the
+// lower class), and no class gets more than it holds (the excess goes to the others).
+std::vector<int64_t> counts_for_rate(double rate, const std::vector<int64_t>& estimated,
+                                     const std::vector<int64_t>& class_size);
+
 // Flags, in each class c, the counts[c] samples with the highest score (ties go to the lower
 // row, so the result is a pure function of the inputs). labels in [0, counts.size()).
 std::vector<uint8_t> flag_top_per_class(const std::vector<float>& score, const int32_t* labels,

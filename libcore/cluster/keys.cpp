@@ -21,6 +21,13 @@ void add_filter_keys(ConfigSchema& s) {
               "largest share of any class a detector may flag; the chosen detector beyond it is "
               "an error (instead of an emptied filtered arm)",
               0.0, 1.0);
+  s.add_float("filter.noise_rate", 0.0,
+              "the share of wrong labels, where it is known (e.g. from relabelling a random "
+              "sample): the consensus and dynamics detectors then flag that share of the "
+              "training set, spread over the classes as the data's own estimate spreads it; 0: "
+              "estimated from the data, which under-counts noise that follows the model's own "
+              "confusions (instance-dependent; docs/detection.md)",
+              0.0, 1.0);
   s.add_bool("filter.compare", true,
              "where the dataset has /train/noise_truth, also run the other detectors (dbscan, "
              "knn, confident) and score each against it (precision, recall, F1, PR curve)");

@@ -110,7 +110,7 @@ struct FilterRun {
   FilterOptions opt;
   std::string input, output, dataset, truth, features, dynamics_file, issues_csv;
   int knn_k = 0;
-  double knn_threshold = 0, max_flagged = 0;
+  double knn_threshold = 0, max_flagged = 0, noise_rate = 0;
   Input in;
   lineage::Lineage from;
   std::vector<uint8_t> truth_flags;  // empty: no ground truth
@@ -168,6 +168,7 @@ void resolve_paths(FilterRun& r) {
   r.knn_k = int(ctx.cfg.get_int("filter.knn.k"));
   r.knn_threshold = ctx.cfg.get_float("filter.knn.threshold");
   r.max_flagged = ctx.cfg.get_float("filter.max_flagged");
+  r.noise_rate = ctx.cfg.get_float("filter.noise_rate");
   if (!detector(r.opt.method).clusters && r.features.empty())
     throw UsageError(cat("filter.method=", r.opt.method, ": needs the features file (",
                          paths.features(), " or --features FILE)"));
@@ -281,6 +282,25 @@ void run_feature_detectors(FilterRun& r) {
                ": the confident and consensus detectors are not compared");
 }
 
+// filter.noise_rate: the user's share of wrong labels replaces the estimated amount
+// (counts_for_rate: the estimate's per-class counts kept, the rest spread by class size).
+void apply_known_noise_rate(FilterRun& r) {
+  const size_t k = size_t(*std::max_element(r.in.labels.begin(), r.in.labels.end())) + 1;
+  std::vector<int64_t> size(std::max(k, r.flag_counts.size()), 0);
+  for (int32_t y : r.in.labels) ++size[size_t(y)];
+  const std::vector<int64_t> estimated = r.flag_counts;
+  r.flag_counts = counts_for_rate(
+      r.noise_rate, estimated.empty() ? std::vector<int64_t>(size.size(), 0) : estimated, size);
+  log::infof("filter.noise_rate ", r.noise_rate, ": the ranked decisions flag ", r.flag_total(),
+             " of ", r.in.labels.size(), " samples",
+             estimated.empty()
+                 ? std::string(" (no estimate: shared by class size)")
+                 : cat(" (the data's estimate: ",
+                       std::accumulate(estimated.begin(), estimated.end(), int64_t(0)),
+                       ", kept per class where the rate allows; the rest "
+                       "spread by class size)"));
+}
+
 // The training-dynamics detector and the consensus of the scores, both flagging per class as
 // many as the noise estimate says, or the knn vote where it flags more (combined_counts).
 void run_ranked_detectors(FilterRun& r) {
@@ -290,6 +310,7 @@ void run_ranked_detectors(FilterRun& r) {
     r.flag_counts = knn ? combined_counts(r.estimate.per_class, knn->flag, r.in.labels.data())
                         : r.estimate.per_class;
   }
+  if (r.noise_rate > 0) apply_known_noise_rate(r);
   // Training dynamics: the negated area under the margin (NaN: no epoch recorded; held-out
   // samples have one from evaluation in files written since they are recorded).
   std::vector<float> neg_aum;
@@ -311,7 +332,7 @@ void run_ranked_detectors(FilterRun& r) {
     const float median = finite.empty() ? 0.0f : finite[finite.size() / 2];
     for (auto& v : d.score)
       if (std::isnan(v)) v = median;
-    if (!r.estimate.empty()) {
+    if (!r.flag_counts.empty()) {
       d.flag = flag_top_per_class(d.score, r.in.labels.data(), r.flag_counts);
     } else {
       d.flag.resize(d.score.size());
@@ -337,8 +358,9 @@ void run_ranked_detectors(FilterRun& r) {
     log::infof("estimated wrong labels (confident joint): ", r.estimate.total(), " of ", r.in.n,
                " (", 100.0 * double(r.estimate.total()) / double(r.in.n), " %)",
                r.truth_flags.empty() ? std::string() : cat("; ground truth: ", r.true_count));
-    log::infof("calibrated decisions flag ", r.flag_total(),
-               " (per class the larger of that estimate and the knn vote's count)");
+    if (r.noise_rate == 0)
+      log::infof("calibrated decisions flag ", r.flag_total(),
+                 " (per class the larger of that estimate and the knn vote's count)");
   }
 }
 
@@ -440,6 +462,7 @@ void write_noise_estimate(h5::File& f, const FilterRun& r) {
   // What the calibrated detectors flagged per class (the estimate, or the knn vote's count).
   put(f, "/noise_estimate/flag_counts", r.flag_counts);
   f.set_attr("/noise_estimate", "flag_total", r.flag_total());
+  f.set_attr("/noise_estimate", "noise_rate", r.noise_rate);  // 0: the amount was estimated
   if (!r.truth_flags.empty()) f.set_attr("/noise_estimate", "truth", r.true_count);
 }
 

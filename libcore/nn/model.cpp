@@ -191,6 +191,30 @@ double softmax_cross_entropy(const float* logits, const int32_t* labels, int n, 
   return total / n;
 }
 
+double generalized_cross_entropy(const float* logits, const int32_t* labels, int n, int k, float q,
+                                 float* dlogits, int* correct) {
+  SIEVE_ASSERT(n > 0 && k > 0 && q > 0 && q <= 1);
+  double total = 0;
+  int right = 0;
+  std::vector<double> prob(k);
+  for (int i = 0; i < n; ++i) {
+    const float* z = logits + size_t(i) * k;
+    const int y = labels[i];
+    SIEVE_CHECK(y >= 0 && y < k, "label ", y, " of sample ", i, " outside [0, ", k, ")");
+    const int arg = int(std::max_element(z, z + k) - z);
+    right += arg == y;
+    double sum = 0;
+    for (int j = 0; j < k; ++j) sum += prob[j] = std::exp(double(z[j]) - double(z[arg]));
+    const double py_q = std::pow(prob[y] / sum, double(q));
+    total += (1.0 - py_q) / q;
+    if (dlogits)
+      for (int j = 0; j < k; ++j)
+        dlogits[size_t(i) * k + j] = float(py_q * (prob[j] / sum - (j == y ? 1.0 : 0.0)) / n);
+  }
+  if (correct) *correct = right;
+  return total / n;
+}
+
 // ---- factory ----
 std::unique_ptr<Model> make_model(const ModelSpec& spec) {
   if (spec.num_classes < 1)

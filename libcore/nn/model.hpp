@@ -220,4 +220,12 @@ void init_params(Model& model, uint64_t seed);
 double softmax_cross_entropy(const float* logits, const int32_t* labels, int n, int k,
                              float label_smoothing, float* dlogits, int* correct);
 
+// Generalized cross-entropy (Zhang & Sabuncu 2018): (1 - p_y^q) / q, between the
+// cross-entropy (q -> 0) and the mean absolute error (q = 1). Its gradient is the
+// cross-entropy's scaled by p_y^q per sample, so samples the model does not (yet) agree
+// with, wrong labels among them, pull less: the network fits them later, if at all.
+// Same arguments and outputs as softmax_cross_entropy; q in (0, 1].
+double generalized_cross_entropy(const float* logits, const int32_t* labels, int n, int k, float q,
+                                 float* dlogits, int* correct);
+
 }  // namespace sieve::nn

@@ -50,6 +50,13 @@ void add_trainer_keys(ConfigSchema& s, const std::string& p, const std::string& 
   s.add_int(p + ".seed", 0, "training seed (0: derived from run.seed)", 0);
   s.add_bool(p + ".augment", true, "random crop (padding 4) + horizontal flip for images");
   s.add_float(p + ".label_smoothing", 0.0, "label smoothing of the cross-entropy", 0.0, 0.99);
+  s.add_string(p + ".loss", "cross_entropy",
+               "training loss: cross_entropy, or gce (generalized cross-entropy, (1 - p^q)/q: "
+               "each sample's gradient scaled by p^q, its given label's probability, so that "
+               "wrong labels are fitted later; docs/training.md)",
+               {"cross_entropy", "gce"});
+  s.add_float(p + ".gce_q", 0.7, "gce: the exponent q (0: cross-entropy, 1: mean absolute error)",
+              0.01, 1.0);
   s.add_float(p + ".optimizer.lr", lr, "base learning rate (at schedule.ref_batch)", 0.0);
   s.add_float(p + ".optimizer.momentum", 0.9, "SGD momentum", 0.0, 0.9999);
   s.add_bool(p + ".optimizer.nesterov", true, "Nesterov momentum");

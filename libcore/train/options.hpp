@@ -25,6 +25,8 @@ struct TrainOptions {
   uint64_t seed = 1;
   bool augment = true;
   float label_smoothing = 0.0f;
+  std::string loss = "cross_entropy";  // or "gce" (nn::generalized_cross_entropy)
+  float gce_q = 0.7f;
   int64_t ckpt_every_steps = 0, ckpt_every_epochs = 1, ckpt_keep = 2;
   int64_t eval_batch = 256, eval_every = 1;
   CommOptions comm;  // gradient communication strategy (comm.*)

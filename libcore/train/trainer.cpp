@@ -362,8 +362,11 @@ void Trainer::Loop::forward_backward(int64_t e, const StepChunks& chunks, const 
     trace::complete("forward", "compute", fwd0, trace::now_us());
     dlogits_.resize(size_t(n) * k);
     int correct = 0;
-    double loss = nn::softmax_cross_entropy(logits, b.y.data(), n, k, o_.label_smoothing,
-                                            dlogits_.data(), &correct);
+    double loss = o_.loss == "gce"
+                      ? nn::generalized_cross_entropy(logits, b.y.data(), n, k, o_.gce_q,
+                                                      dlogits_.data(), &correct)
+                      : nn::softmax_cross_entropy(logits, b.y.data(), n, k, o_.label_smoothing,
+                                                  dlogits_.data(), &correct);
     if (t_.batch_hook_) t_.batch_hook_(e, *chunks.data, chunks.parts[c], logits, k);
     const float scale = float(double(n) / double(batch_));
     for (auto& v : dlogits_) v *= scale;

@@ -318,6 +318,10 @@ def main():
     check("pretrain", "global batch 0", base_args(d, "--set", "pretrain.global_batch=0"), d, (2,), "pretrain.global_batch")
     d = fresh_run("pretrain")
     check("pretrain", "unknown architecture", base_args(d, "--set", "pretrain.model.arch=vgg16"), d, (2,), "pretrain.model.arch")
+    d = fresh_run("pretrain")
+    check("pretrain", "label smoothing with the gce loss",
+          base_args(d, "--set", "pretrain.loss=gce", "--set", "pretrain.label_smoothing=0.1"), d, (2,),
+          "pretrain.label_smoothing")
     d = fresh_run("train_scaled")
     check("train_scaled", "sweep index out of range", base_args(d, "--sweep-index", "999"), d, (1, 2), "999")
     d = fresh_run("train_scaled")

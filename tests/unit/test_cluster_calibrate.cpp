@@ -90,6 +90,27 @@ TEST(ClusterCalibrate, CombinedCountsTakeTheLargerPerClass) {
   EXPECT_THROW(combined_counts({1, 1}, vote, labels.data()), Error);  // label 2 has no count
 }
 
+// A known noise rate as per-class counts: round(rate * N) in all; above the estimate, each
+// class keeps its estimate and the rest is spread by class size; below it, the estimate is
+// scaled down; remainders to the largest (ties to the lower class); no class past its size.
+TEST(ClusterCalibrate, CountsForAKnownRateKeepTheEstimateAndSpreadTheRest) {
+  // 0.2 * 1000 = 200 against an estimate of 40: 10 / 30 kept, the other 160 by size 1:3.
+  EXPECT_EQ(counts_for_rate(0.2, {10, 30}, {250, 750}), (std::vector<int64_t>{50, 150}));
+  // 0.1 * 30 = 3 below an estimate of 12 (4 each): scaled to 1 each.
+  EXPECT_EQ(counts_for_rate(0.1, {4, 4, 4}, {10, 10, 10}), (std::vector<int64_t>{1, 1, 1}));
+  // 0.1 * 20 = 2 below 3 equal estimates: the lower classes take the remainders.
+  EXPECT_EQ(counts_for_rate(0.1, {1, 1, 1}, {5, 10, 5}), (std::vector<int64_t>{1, 1, 0}));
+  // An estimate of 0: all by class size, 0.25 * 40 = 10 -> 2.5 / 7.5 -> 3 / 7 (tie: lower).
+  EXPECT_EQ(counts_for_rate(0.25, {0, 0}, {10, 30}), (std::vector<int64_t>{3, 7}));
+  // The estimate saw one class only (instance noise): it keeps its 8; the other 40 go by size
+  // 10:90 -> 4 / 36, but class 0 has room for 2 only -> 10 / 38.
+  EXPECT_EQ(counts_for_rate(0.48, {8, 0}, {10, 90}), (std::vector<int64_t>{10, 38}));
+  // An estimate above a class's size counts as its size.
+  EXPECT_EQ(counts_for_rate(0.5, {30, 0}, {10, 10}), (std::vector<int64_t>{10, 0}));
+  EXPECT_EQ(counts_for_rate(0.0, {5, 5}, {10, 10}), (std::vector<int64_t>{0, 0}));
+  EXPECT_EQ(counts_for_rate(1.0, {1, 0}, {3, 4}), (std::vector<int64_t>{3, 4}));
+}
+
 TEST(ClusterCalibrate, RankAverageWithTiesAndMissingScores) {
   const std::vector<float> a = {1, 2, 2, 4};  // ranks 1, 2.5, 2.5, 4 of 4
   const float nan = std::nanf("");

@@ -423,6 +423,38 @@ TEST(ClusterFilterTool, ConsensusFollowsTheEstimatedNoiseRate) {
       << log;
 }
 
+// filter.noise_rate: a known share of wrong labels replaces the estimated amount. Twice the
+// true share here (10 % against 5 %): the ranked decisions flag exactly 90 of 900, 30 per
+// class (the estimate's 15 each, the other 45 spread by class size), every true flip first.
+TEST(ClusterFilterTool, AKnownNoiseRateSetsHowManyTheRankedDecisionsFlag) {
+  std::string dir = test::scratch_dir("cluster_tool_noise_rate");
+  Synthetic s = make_synthetic(3, 300, 4);
+  write_compare_inputs(dir, s);
+  std::string log;
+  ASSERT_EQ(run("--input " + dir + "/emb.h5 --features " + dir + "/feat.h5 --truth " + dir +
+                    "/data.h5 --output " + dir + "/filter.h5 --set filter.method=consensus" +
+                    " --set filter.noise_rate=0.1",
+                &log),
+            0)
+      << log;
+  h5::File f = h5::File::open(dir + "/filter.h5");
+  EXPECT_EQ(f.attr_int("/noise_estimate", "total"), 45);  // the data's own estimate, unchanged
+  EXPECT_DOUBLE_EQ(f.attr_double("/noise_estimate", "noise_rate"), 0.1);
+  EXPECT_EQ(f.read_all<int64_t>("/noise_estimate/flag_counts"), (std::vector<int64_t>{30, 30, 30}));
+  EXPECT_EQ(f.attr_int("/noise_estimate", "flag_total"), 90);
+  EXPECT_EQ(f.attr_int("/detectors/consensus", "flagged"), 90);
+  EXPECT_DOUBLE_EQ(f.attr_double("/detectors/consensus", "recall"), 1.0);
+  EXPECT_DOUBLE_EQ(f.attr_double("/detectors/consensus", "precision"), 0.5);
+  const auto keep = f.read_all<uint8_t>("/keep");
+  EXPECT_EQ(std::count(keep.begin(), keep.end(), uint8_t(0)), 90);
+  EXPECT_NE(log.find("filter.noise_rate 0.1: the ranked decisions flag 90 of 900 samples (the "
+                     "data's estimate: 45, kept per class"),
+            std::string::npos)
+      << log;
+  // The knn vote keeps its own decision: the rate is for the ranked ones.
+  EXPECT_EQ(f.attr_int("/detectors/knn", "flagged"), 45);
+}
+
 // The training-dynamics detector reads pretrain's per-epoch margins (here: the background
 // rows' margins are negative in most epochs, the others positive; every 10th sample was
 // held out and has none). It flags per class as many as the confident joint estimates; the
