@@ -107,6 +107,7 @@ struct FilterInfo {
   // The confident joint's estimate of wrong labels, and the truth's count (-1: absent).
   int64_t noise_estimate = -1, noise_truth = -1;
   int64_t noise_flag_total = -1;  // what the calibrated decisions flagged (-1: older file)
+  double noise_rate_given = 0;    // filter.noise_rate that set that count (0: the estimate did)
   std::string probs_source;       // in_sample / out_of_fold ("" before cross-fitting)
   std::string label_issues;       // label_issues.csv beside the filter file ("" if absent)
   std::vector<ClassRow> per_class;

@@ -39,10 +39,14 @@ void noise_estimate_paragraph(SectionContext& c, const FilterInfo& f) {
           f.probs_source == "out_of_fold" ? ", on out-of-fold probabilities (pretrain.folds)"
                                           : std::string(),
           "): ", f.noise_estimate,
-          f.noise_flag_total >= 0
-              ? cat("; the calibrated decisions flag ", f.noise_flag_total,
-                    " (per class the larger of that estimate and the knn vote's count)")
-              : std::string(),
+          f.noise_flag_total < 0 ? std::string()
+          : f.noise_rate_given > 0
+              ? cat("; the ranked decisions flag ", f.noise_flag_total, ", the share ",
+                    f.noise_rate_given,
+                    " given by filter.noise_rate (not estimated; each class keeps the estimate's "
+                    "count, the rest spread by class size)")
+              : cat("; the calibrated decisions flag ", f.noise_flag_total,
+                    " (per class the larger of that estimate and the knn vote's count)"),
           f.noise_truth >= 0 ? cat("; the ground truth has ", f.noise_truth) : std::string(), "."));
 }
 

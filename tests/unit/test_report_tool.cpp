@@ -370,6 +370,18 @@ TEST(ReportTool, NoiseEstimateIsShownWithoutScoredDetectors) {
       << md;
   EXPECT_EQ(md.find("the ground truth has"), std::string::npos) << md;
   EXPECT_EQ(md.find("Noise detectors compared against the ground truth"), std::string::npos) << md;
+  // With a known rate (filter.noise_rate) the count is the user's, and the report says so.
+  {
+    auto f = h5::File::open_rw(dir + "/filter.h5");
+    f.set_attr("/noise_estimate", "noise_rate", 0.25);
+  }
+  ASSERT_EQ(run_report(dir, "--overwrite", &out), 0) << out;
+  md = slurp(dir + "/report/index.md");
+  EXPECT_NE(md.find("Estimated wrong labels (confident joint): 4; the ranked decisions flag 5, "
+                    "the share 0.25 given by filter.noise_rate (not estimated"),
+            std::string::npos)
+      << md;
+  EXPECT_EQ(md.find("the larger of that estimate"), std::string::npos) << md;
 }
 
 TEST(ReportTool, MalformedResultIsAnErrorNamingTheFileAndNoReport) {
