@@ -24,9 +24,9 @@ void add_filter_keys(ConfigSchema& s) {
   s.add_float("filter.noise_rate", 0.0,
               "the share of wrong labels, where it is known (e.g. from relabelling a random "
               "sample): the consensus and dynamics detectors then flag that share of the "
-              "training set, spread over the classes as the data's own estimate spreads it; 0: "
-              "estimated from the data, which under-counts noise that follows the model's own "
-              "confusions (instance-dependent; docs/detection.md)",
+              "training set, each class keeping the data's own estimate for it and the rest "
+              "spread by class size; 0: estimated from the data, which under-counts noise that "
+              "follows the model's own confusions (instance-dependent; docs/detection.md)",
               0.0, 1.0);
   s.add_bool("filter.compare", true,
              "where the dataset has /train/noise_truth, also run the other detectors (dbscan, "
