@@ -165,6 +165,26 @@ void init_params(Model& model, uint64_t seed) {
 }
 
 // ---- loss ----
+namespace {
+
+// One sample's logits z [k], shared by the losses: checks its label y, counts a correct argmax
+// (the first maximum) into *right, fills prob [k] with exp(z - max) and returns the max and
+// the sum of prob (the softmax's denominator).
+struct SoftmaxRow {
+  double max, sum;
+};
+SoftmaxRow softmax_row(const float* z, int k, int32_t y, int i, double* prob, int* right) {
+  SIEVE_CHECK(y >= 0 && y < k, "label ", y, " of sample ", i, " outside [0, ", k, ")");
+  const int arg = int(std::max_element(z, z + k) - z);
+  *right += arg == y;
+  const double mx = z[arg];
+  double sum = 0;
+  for (int j = 0; j < k; ++j) sum += prob[j] = std::exp(double(z[j]) - mx);
+  return {mx, sum};
+}
+
+}  // namespace
+
 double softmax_cross_entropy(const float* logits, const int32_t* labels, int n, int k,
                              float label_smoothing, float* dlogits, int* correct) {
   SIEVE_ASSERT(n > 0 && k > 0);
@@ -174,17 +194,13 @@ double softmax_cross_entropy(const float* logits, const int32_t* labels, int n, 
   std::vector<double> prob(k);
   for (int i = 0; i < n; ++i) {
     const float* z = logits + size_t(i) * k;
-    int y = labels[i];
-    SIEVE_CHECK(y >= 0 && y < k, "label ", y, " of sample ", i, " outside [0, ", k, ")");
-    int arg = int(std::max_element(z, z + k) - z);
-    right += arg == y;
-    double mx = z[arg], sum = 0;
-    for (int j = 0; j < k; ++j) sum += prob[j] = std::exp(double(z[j]) - mx);
-    double lse = mx + std::log(sum);
+    const int y = labels[i];
+    const SoftmaxRow row = softmax_row(z, k, y, i, prob.data(), &right);
+    const double lse = row.max + std::log(row.sum);
     for (int j = 0; j < k; ++j) {
       double t = j == y ? on : off;
       total -= t * (double(z[j]) - lse);
-      if (dlogits) dlogits[size_t(i) * k + j] = float((prob[j] / sum - t) / n);
+      if (dlogits) dlogits[size_t(i) * k + j] = float((prob[j] / row.sum - t) / n);
     }
   }
   if (correct) *correct = right;
@@ -198,13 +214,8 @@ double generalized_cross_entropy(const float* logits, const int32_t* labels, int
   int right = 0;
   std::vector<double> prob(k);
   for (int i = 0; i < n; ++i) {
-    const float* z = logits + size_t(i) * k;
     const int y = labels[i];
-    SIEVE_CHECK(y >= 0 && y < k, "label ", y, " of sample ", i, " outside [0, ", k, ")");
-    const int arg = int(std::max_element(z, z + k) - z);
-    right += arg == y;
-    double sum = 0;
-    for (int j = 0; j < k; ++j) sum += prob[j] = std::exp(double(z[j]) - double(z[arg]));
+    const double sum = softmax_row(logits + size_t(i) * k, k, y, i, prob.data(), &right).sum;
     const double py_q = std::pow(prob[y] / sum, double(q));
     total += (1.0 - py_q) / q;
     if (dlogits)
