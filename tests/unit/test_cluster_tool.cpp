@@ -139,6 +139,12 @@ void write_compare_inputs(const std::string& dir, const Synthetic& s, int64_t na
   write_truth(dir + "/data.h5", s);
 }
 
+// The arguments naming what write_compare_inputs wrote into dir: the embedding, the features
+// with their probabilities, and the dataset as the truth.
+std::string compare_inputs(const std::string& dir) {
+  return "--input " + dir + "/emb.h5 --features " + dir + "/feat.h5 --truth " + dir + "/data.h5";
+}
+
 }  // namespace
 
 TEST(ClusterFilterTool, DbscanOnBlobsWithInjectedNoise) {
@@ -287,8 +293,8 @@ TEST(ClusterFilterTool, DefaultConsensusComparesEveryDetectorAgainstTheTruth) {
   Synthetic s = make_synthetic(3, 300, 4);  // the 2-D embedding (5 % background)
   write_compare_inputs(dir, s);
   std::string log;
-  ASSERT_EQ(run("--input " + dir + "/emb.h5 --features " + dir + "/feat.h5 --truth " + dir +
-                    "/data.h5 --output " + dir + "/filter.h5 --set filter.dbscan.auto_eps=false --set filter.dbscan.eps=0.3",
+  ASSERT_EQ(run(compare_inputs(dir) + " --output " + dir +
+                    "/filter.h5 --set filter.dbscan.auto_eps=false --set filter.dbscan.eps=0.3",
                 &log),
             0)
       << log;
@@ -346,8 +352,7 @@ TEST(ClusterFilterTool, ConsensusFollowsTheEstimatedNoiseRate) {
   Synthetic s = make_synthetic(3, 300, 4);
   write_compare_inputs(dir, s);
   std::string log;
-  ASSERT_EQ(run("--input " + dir + "/emb.h5 --features " + dir + "/feat.h5 --truth " + dir +
-                    "/data.h5 --output " + dir + "/filter.h5 --set filter.method=consensus",
+  ASSERT_EQ(run(compare_inputs(dir) + " --output " + dir + "/filter.h5 --set filter.method=consensus",
                 &log),
             0)
       << log;
@@ -431,8 +436,7 @@ TEST(ClusterFilterTool, AKnownNoiseRateSetsHowManyTheRankedDecisionsFlag) {
   Synthetic s = make_synthetic(3, 300, 4);
   write_compare_inputs(dir, s);
   std::string log;
-  ASSERT_EQ(run("--input " + dir + "/emb.h5 --features " + dir + "/feat.h5 --truth " + dir +
-                    "/data.h5 --output " + dir + "/filter.h5 --set filter.method=consensus" +
+  ASSERT_EQ(run(compare_inputs(dir) + " --output " + dir + "/filter.h5 --set filter.method=consensus" +
                     " --set filter.noise_rate=0.1",
                 &log),
             0)
@@ -470,8 +474,7 @@ TEST(ClusterFilterTool, ATruthWithoutNoiseIsNotScored) {
   clean.noise.assign(s.noise.size(), 0);
   write_truth(dir + "/data.h5", clean);
   std::string log;
-  ASSERT_EQ(run("--input " + dir + "/emb.h5 --features " + dir + "/feat.h5 --truth " + dir +
-                    "/data.h5 --output " + dir + "/filter.h5",
+  ASSERT_EQ(run(compare_inputs(dir) + " --output " + dir + "/filter.h5",
                 &log),
             0)
       << log;
@@ -509,8 +512,7 @@ TEST(ClusterFilterTool, DynamicsDetectorReadsTheMarginsOfEveryEpoch) {
                           : s.noise[i] ? (e == 3 ? 0.5f : -1.0f - 0.001f * float(i))
                                        : 1.0f + 0.001f * float(i % 97);
   write_dynamics(dir + "/dyn.h5", margin, epochs, s.ids, s.labels);
-  const std::string io = "--input " + dir + "/emb.h5 --features " + dir + "/feat.h5 --truth " +
-                         dir + "/data.h5 --dynamics " + dir + "/dyn.h5 --output " + dir;
+  const std::string io = compare_inputs(dir) + " --dynamics " + dir + "/dyn.h5 --output " + dir;
   std::string log;
   ASSERT_EQ(run(io + "/filter.h5 --set filter.method=dynamics", &log), 0) << log;
   h5::File f = h5::File::open(dir + "/filter.h5");
@@ -575,8 +577,7 @@ TEST(ClusterFilterTool, DynamicsDetectorPutsHeldOutMarginsOnTheTrainedScale) {
   auto hits = [&](const std::string& dyn) {
     std::string log;
     const std::string out = dir + "/" + dyn + ".filter.h5";
-    EXPECT_EQ(run("--input " + dir + "/emb.h5 --features " + dir + "/feat.h5 --truth " + dir +
-                      "/data.h5 --dynamics " + dir + "/" + dyn +
+    EXPECT_EQ(run(compare_inputs(dir) + " --dynamics " + dir + "/" + dyn +
                       " --set filter.method=dynamics --output " + out,
                   &log),
               0)
@@ -598,8 +599,7 @@ TEST(ClusterFilterTool, MaxFlaggedRefusesAnEmptiedClass) {
   std::string dir = test::scratch_dir("cluster_tool_max_flagged");
   Synthetic s = make_synthetic(3, 300, 4);
   write_compare_inputs(dir, s);
-  const std::string io = "--input " + dir + "/emb.h5 --features " + dir + "/feat.h5 --truth " +
-                         dir + "/data.h5 --output " + dir + "/filter.h5";
+  const std::string io = compare_inputs(dir) + " --output " + dir + "/filter.h5";
   const std::string tiny_eps = " --set filter.dbscan.auto_eps=false --set filter.dbscan.eps=1e-4";
   std::string log;
   EXPECT_EQ(run(io + kDbscan + tiny_eps, &log), 2) << log;
@@ -671,8 +671,7 @@ TEST(ClusterFilterTool, SameResultOnOneTwoAndThreeRanks) {
   std::string dir = test::scratch_dir("cluster_tool_ranks");
   Synthetic s = make_synthetic(3, 200, 6);
   write_compare_inputs(dir, s);
-  const std::string args = "--input " + dir + "/emb.h5 --features " + dir + "/feat.h5 --truth " +
-                           dir + "/data.h5 --set filter.dbscan.auto_eps=false --set filter.dbscan.eps=0.3 --output " + dir;
+  const std::string args = compare_inputs(dir) + " --set filter.dbscan.auto_eps=false --set filter.dbscan.eps=0.3 --output " + dir;
   std::string log;
   ASSERT_EQ(run(args + "/np1.h5", &log), 0) << log;
   h5::File one = h5::File::open(dir + "/np1.h5");
