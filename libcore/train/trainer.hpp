@@ -105,7 +105,7 @@ class Trainer {
  private:
   class Loop;                // the state and phases of one run() (trainer.cpp)
   void broadcast_state();    // parameters and BN buffers from rank 0
-  void broadcast_buffers();  // BN buffers from rank 0 (every step, as DDP)
+  void broadcast_buffers();  // BN buffers from rank 0, before anything reads them
   void checkpoint(const TrainState& st);
 
   const Comm& comm_;

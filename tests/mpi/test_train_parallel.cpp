@@ -92,6 +92,35 @@ TEST(TrainParallel, RanksMatchOneRankWithTheSameGlobalBatch) {
   }
 }
 
+// BN running statistics follow each rank's own micro-batches; rank 0's are broadcast before
+// anything reads them (trainer.cpp broadcast_buffers), not before every step. At the end of a
+// run every rank holds rank 0's bitwise, so an evaluation on any rank, and the model rank 0
+// writes, agree; and rank 0's are those of a run that broadcasts every step (they never
+// depend on the other ranks'), which the bitwise-reproducible weights above rest on.
+TEST(TrainParallel, EveryRankEndsWithRankZerosRunningStatistics) {
+  Comm world = Comm::world();
+  std::string dir = test::scratch_dir(cat("train_parallel_bn_np", world.size()));
+  Data d = image_data(48);
+  std::vector<int64_t> all;
+  for (int64_t i = 0; i < d.train.n; ++i) all.push_back(i);
+  const TrainOptions o = options("resnet18", 0);
+  Trainer t(world, o,
+            std::make_unique<MemorySource>(d.train, all, o.global_batch, o.seed, world.rank(),
+                                           world.size()),
+            d.train, EvalSplit{}, d.meta, dir, "", "test: {}\n");
+  t.run(false);
+  const auto buffers = t.model().buffers();
+  ASSERT_FALSE(buffers.empty());
+  for (const auto& b : buffers) {
+    std::vector<float> mine(b.data, b.data + b.size), root = mine;
+    world.bcast(root.data(), root.size());
+    EXPECT_EQ(mine, root) << b.name << " on rank " << world.rank();
+    if (b.name.find("running_var") != std::string::npos) {
+      EXPECT_NE(mine, std::vector<float>(b.size, 1.0f)) << b.name << ": never updated";
+    }
+  }
+}
+
 // The streaming loader on R ranks: each rank reads only its own chunks, yet the ranks step
 // together and end with identical weights, twice the same (deterministic for a rank count);
 // and every rank's first step is its full part of the batch.
