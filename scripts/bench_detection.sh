@@ -16,7 +16,7 @@
 #       and the same 1,797 digits as a table of 64 pixel columns, as CSV files through
 #       configs/tabular.yaml (an MLP extractor, its 20 % test split): tables and an
 #       architecture nobody tuned the detectors on.
-# KIND: symmetric | pairwise | instance (data.label_noise.kind); RATE: 0.1, 0.2, 0.4 ...
+# KIND: symmetric | pairwise | instance | projection (data.label_noise.kind); RATE: 0.1, 0.2, 0.4 ...
 # Default cells: fmnist12k at 20 % of each kind, and quickstart pairwise 20 %.
 # --ceiling: per cell, also what any detector could reach: the same network trained on the
 #   clean labels of the samples that were not flipped, asked about the flipped ones (which it

@@ -28,9 +28,11 @@ void add_data_keys(ConfigSchema& s) {
   s.add_string("data.label_noise.kind", "symmetric",
                "symmetric (to any other class, uniformly), pairwise (each class to one partner "
                "class: data.label_noise.pairs, or the class a quick pixel model confuses it "
-               "with most) or instance (the samples that model finds most confusable, to their "
-               "most likely wrong class)",
-               {"symmetric", "pairwise", "instance"});
+               "with most), instance (the samples that model finds most confusable, to their "
+               "most likely wrong class) or projection (Xia et al. 2020's IDN: each row flips "
+               "with its own probability ~ N(rate, 0.1), to the wrong class of largest random "
+               "projection of its pixels)",
+               {"symmetric", "pairwise", "instance", "projection"});
   s.add_int("data.label_noise.seed", -1,
             "seed of the choice of rows (and of the quick model's folds) (-1: data.seed, or "
             "the seed derived from run.seed)",

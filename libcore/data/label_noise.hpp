@@ -6,7 +6,8 @@
 // Flipping a known set of labels makes the question "does the filter find them, and does
 // removing them help?" answerable on any data (docs/detection.md). Uniform flips are the
 // easy case; real annotators confuse look-alike classes (pairwise) and ambiguous images
-// (instance-dependent), which is where detectors fail, so all three kinds exist.
+// (instance-dependent), which is where detectors fail, so those kinds exist; `projection` is
+// the instance-dependent noise most papers benchmark on, for comparison with them.
 //
 // Exactly round(rate * N) training rows are flipped (N: all training rows), chosen among the
 // rows the source itself left clean (on synthetic data, those without the generator's own
@@ -20,6 +21,9 @@
 //   instance   the rows whose out-of-fold quick-model margin (own label's score minus the best
 //              other's) is smallest, to that best other class; ties by the keyed hash. The seed
 //              enters through the model's five folds, so other seeds flip overlapping sets.
+//   projection Xia et al.'s instance-dependent noise (IDN): rows drawn by a per-row flip
+//              probability ~ N(rate, 0.1) cut to [0, 1], each to the wrong class of largest
+//              random projection of its pooled pixels (projection_targets in the .cpp).
 // Everything is a pure function of the data and the seed: the model is fitted on every rank
 // from the same gathered inputs, so the flips do not depend on the ranks or on how the writer
 // splits the rows. Test rows are never changed.
@@ -36,7 +40,7 @@ namespace sieve::data {
 
 struct LabelNoiseOptions {
   double rate = 0;                                  // in [0, 1)
-  std::string kind = "symmetric";                   // symmetric, pairwise, instance
+  std::string kind = "symmetric";                   // symmetric, pairwise, instance, projection
   uint64_t seed = 0;
   std::vector<std::pair<int64_t, int64_t>> pairs;   // pairwise: (from, to); empty: the model's
 };

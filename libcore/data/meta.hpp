@@ -26,7 +26,7 @@ struct DatasetMeta {
   bool has_clean_labels = false;  // writes clean_labels (the label before any flip)
   // data.label_noise as applied (root attributes label_noise_*); kind empty: none.
   struct InjectedNoise {
-    std::string kind;  // symmetric, pairwise, instance
+    std::string kind;  // symmetric, pairwise, instance, projection
     double rate = 0;
     int64_t seed = 0, count = 0;  // count: training rows flipped by data.label_noise
     std::vector<int64_t> pairs;   // pairwise: partner of each class, -1 for none

@@ -1,4 +1,4 @@
-// data.label_noise (libcore/data/label_noise.hpp): the three kinds of injected noise on
+// data.label_noise (libcore/data/label_noise.hpp): the kinds of injected noise on
 // constructed images whose answer is known (a look-alike class pair, two overlapping classes
 // with a known ambiguous band), then through shard_dataset (ranks, synthetic data, config).
 #include <gtest/gtest.h>
@@ -160,7 +160,7 @@ TEST(DataLabelNoise, ProportionalCountsAreExactAndLargestRemaindersFirst) {
 
 TEST(DataLabelNoise, EveryKindFlipsExactlyRoundRateTimesNReproduciblyBySeed) {
   const Images im = look_alike();  // N = 400
-  for (const std::string kind : {"symmetric", "pairwise", "instance"}) {
+  for (const std::string kind : {"symmetric", "pairwise", "instance", "projection"}) {
     SCOPED_TRACE(kind);
     const Result a = inject(im, 4, options(kind, 0.237, 1));
     EXPECT_EQ(a.flipped().size(), 95u);  // round(0.237 * 400) = round(94.8)
@@ -219,6 +219,39 @@ TEST(DataLabelNoise, InstanceFlipsTheMostAmbiguousImagesToTheirLikeliestWrongCla
   for (int64_t i = 0; i < 30; ++i) EXPECT_EQ(flipped.count(i), i % 3 < 2 ? 1u : 0u) << i;
 }
 
+// Projection (Xia et al.'s IDN): each class holds two exact images, alternating. Where a row
+// goes is a function of its image (every flipped copy of one image to one class, never its
+// own), but which rows flip is not: both images of every class lose some rows.
+TEST(DataLabelNoise, ProjectionSendsEachImageToOneWrongClassAndDrawsRowsRegardlessOfImage) {
+  std::mt19937 rng(5);
+  std::uniform_int_distribution<int> px(0, 255);
+  std::vector<std::vector<uint8_t>> proto(8, std::vector<uint8_t>(64));
+  for (auto& p : proto)
+    for (auto& v : p) v = uint8_t(px(rng));
+  Images im;
+  for (int c = 0; c < 4; ++c)
+    for (int i = 0; i < 100; ++i) {
+      const auto& p = proto[size_t(2 * c + i % 2)];
+      im.px.insert(im.px.end(), p.begin(), p.end());
+      im.labels.push_back(c);
+    }
+  for (uint64_t seed : {1u, 2u}) {
+    SCOPED_TRACE(seed);
+    const Result r = inject(im, 4, options("projection", 0.3, seed));
+    ASSERT_EQ(r.flipped().size(), 120u);
+    std::vector<int32_t> target(8, -1);
+    std::vector<int> flips(8, 0);
+    for (int64_t i : r.flipped()) {
+      const size_t image = size_t(2 * im.labels[size_t(i)] + i % 2);
+      EXPECT_NE(r.labels[size_t(i)], im.labels[size_t(i)]) << i;
+      if (target[image] < 0) target[image] = r.labels[size_t(i)];
+      EXPECT_EQ(r.labels[size_t(i)], target[image]) << "row " << i << " of image " << image;
+      ++flips[image];
+    }
+    for (size_t image = 0; image < 8; ++image) EXPECT_GT(flips[image], 0) << "image " << image;
+  }
+}
+
 TEST(DataLabelNoise, QuickModelSeparatesTheLookAlikePairFromTheRest) {
   const Images im = look_alike();
   std::vector<float> x(im.labels.size() * 64);
@@ -271,7 +304,7 @@ TEST(DataLabelNoise, ToolSameFlipsOnAnyRankCount) {
   std::string dir = test::scratch_dir("data_label_noise_ranks");
   IdxSet src = make_idx(dir + "/in", 300, 20, 8, 8, false);
   std::string out;
-  for (const std::string kind : {"pairwise", "instance"}) {
+  for (const std::string kind : {"pairwise", "instance", "projection"}) {
     const std::string args =
         cat("--set data.source=mnist --input ", dir, "/in --set data.seed=7 ",
             "--set data.label_noise.rate=0.2 --set data.label_noise.kind=", kind,
