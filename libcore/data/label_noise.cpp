@@ -123,14 +123,7 @@ std::vector<int32_t> projection_targets(std::vector<float> x, int64_t d,
     for (int64_t j = 0; j < n; ++j)
       x[size_t(j * d + k)] = float((x[size_t(j * d + k)] - mean) / (sd > 0 ? sd : 1.0));
   }
-  std::vector<double> w(size_t(classes * d * classes));  // [label][dim][class]
-  for (int64_t c = 0; c < classes; ++c) {
-    Rng rng(hash3(seed, uint64_t(c), 4));
-    for (int64_t k = 0; k < d * classes; ++k) w[size_t(c * d * classes + k)] = rng.normal();
-  }
-  std::vector<std::pair<double, int64_t>> keyed(
-      static_cast<size_t>(n));  // (-log(u) / p, row): smallest flip
-  std::vector<int32_t> target(size_t(n), kKeep);
+  std::vector<std::pair<double, int64_t>> keyed(static_cast<size_t>(n));  // (-log(u) / p, row)
 #pragma omp parallel for schedule(static)
   for (int64_t j = 0; j < n; ++j) {
     Rng rng(hash3(seed, uint64_t(rows[size_t(j)]), 5));
@@ -138,22 +131,36 @@ std::vector<int32_t> projection_targets(std::vector<float> x, int64_t d,
     while (p < 0 || p > 1) p = rate + 0.1 * rng.normal();
     const double u = (double(rng.next() >> 11) + 0.5) * (1.0 / 9007199254740992.0);
     keyed[size_t(j)] = {p > 0 ? -std::log(u) / p : HUGE_VAL, rows[size_t(j)]};
-    const int32_t label = y[size_t(j)];
-    const double* wl = w.data() + size_t(label) * size_t(d * classes);
-    double best = -HUGE_VAL;
-    for (int64_t c = 0; c < classes; ++c) {
-      if (c == label) continue;
-      double s = 0;
-      for (int64_t k = 0; k < d; ++k) s += double(x[size_t(j * d + k)]) * wl[k * classes + c];
-      if (s > best) best = s, target[size_t(j)] = int32_t(c);
-    }
   }
   std::vector<size_t> order(static_cast<size_t>(n));
   std::iota(order.begin(), order.end(), size_t(0));
   std::partial_sort(order.begin(), order.begin() + flips, order.end(),
                     [&](size_t a, size_t b) { return keyed[a] < keyed[b]; });
+  // The flipped rows by label; one label's projection (d x classes, drawn from the seed) at a
+  // time, so that memory stays d x classes whatever the number of classes.
+  std::vector<std::vector<size_t>> by_label(static_cast<size_t>(classes));
+  for (int64_t k = 0; k < flips; ++k)
+    by_label[size_t(y[order[size_t(k)]])].push_back(order[size_t(k)]);
   std::vector<int32_t> out(size_t(n), kKeep);
-  for (int64_t k = 0; k < flips; ++k) out[order[size_t(k)]] = target[order[size_t(k)]];
+  std::vector<double> w(size_t(d * classes));  // [dim][class]
+  for (int64_t label = 0; label < classes; ++label) {
+    const std::vector<size_t>& mine = by_label[size_t(label)];
+    if (mine.empty()) continue;
+    Rng rng(hash3(seed, uint64_t(label), 4));
+    for (double& v : w) v = rng.normal();
+#pragma omp parallel for schedule(static)
+    for (size_t i = 0; i < mine.size(); ++i) {
+      const size_t j = mine[i];
+      double best = -HUGE_VAL;
+      for (int64_t c = 0; c < classes; ++c) {
+        if (c == label) continue;
+        double s = 0;
+        for (int64_t k = 0; k < d; ++k)
+          s += double(x[j * size_t(d) + size_t(k)]) * w[size_t(k * classes + c)];
+        if (s > best) best = s, out[j] = int32_t(c);
+      }
+    }
+  }
   return out;
 }
 
