@@ -159,8 +159,12 @@ std::string EarlyModelKeeper::describe() const {
              " at epoch ", peak_.epoch, "; a later epoch replaces it above ", bar);
 }
 
+bool EarlyModelKeeper::run_memorised() const {
+  return memorised(train_acc_, peak_.acc);
+}
+
 std::string EarlyModelKeeper::summary(int64_t epochs) const {
-  const bool mem = memorised(train_acc_, peak_.acc);
+  const bool mem = run_memorised();
   return cat("held-out acc ", picked().acc, " at epoch ", picked().epoch, " of ", epochs, ": the ",
              chose_peak_ ? "highest"
                          : cat("guarded pick (the highest: ", peak_.acc, " at epoch ", peak_.epoch,

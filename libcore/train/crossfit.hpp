@@ -78,6 +78,8 @@ class EarlyModelKeeper {
   std::string describe() const;
   // One phrase for the end of the run (after finish): the pick and why, of `epochs`.
   std::string summary(int64_t epochs) const;
+  // Whether the run memorised its training labels (after finish; memorised() above).
+  bool run_memorised() const;
 
  private:
   // One candidate for the early model: its epoch (0: none yet) and held-out figures.
