@@ -441,6 +441,13 @@ RunData load_run(const std::string& run_dir, const std::string& sweep_dir, const
     d.pretrain_metrics = read_json_lines(d.pretrain_metrics_path);
   else
     d.notes.push_back("no pretrain/metrics.jsonl: pretraining curve omitted");
+  d.pretrain_early_path = run_dir + "/pretrain/model_early.json";
+  if (fs::exists(d.pretrain_early_path)) {
+    const std::vector<Json> lines = read_json_lines(d.pretrain_early_path);
+    if (!lines.empty()) d.pretrain_early = lines.back();
+    SIEVE_CHECK(d.pretrain_early.is_null() || d.pretrain_early.is_object(), d.pretrain_early_path,
+                ": expected one JSON object");
+  }
   load_features(d);
   load_embedding(d);
   load_filter(d);

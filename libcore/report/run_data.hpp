@@ -147,6 +147,8 @@ struct RunData {
   FilterInfo filter;
   std::vector<Json> pretrain_metrics;  // pretrain/metrics.jsonl
   std::string pretrain_metrics_path;
+  Json pretrain_early;  // pretrain/model_early.json (null when absent)
+  std::string pretrain_early_path;
   std::vector<RunResult> runs;     // sorted by index; only results of the current grid
   std::vector<StaleResult> stale;  // results of an earlier grid or filter, by index
   std::string sweep_dir;

@@ -326,6 +326,60 @@ void section_throughput(SectionContext& c) {
                {"data/throughput.csv"}, "fig-throughput");
 }
 
+namespace {
+
+// What the early-learning model (the features' source) was and whether the run memorised
+// its labels, from pretrain/model_early.json; where a cross-entropy run memorised, the advice
+// measured in docs/detection.md (thirteenth session).
+void early_model_paragraph(SectionContext& c) {
+  const Json& e = c.data.pretrain_early;
+  if (e.is_null()) return;
+  const std::string& path = c.data.pretrain_early_path;
+  auto number = [&](const char* k) {
+    auto it = e.find(k);
+    if (it == e.end() || it->is_null()) return -1.0;
+    if (!it->is_number())
+      throw Error(cat(path, ": field '", k, "': expected a number, found ", it->type_name()));
+    return it->get<double>();
+  };
+  auto text = [&](const char* k, const std::string& absent) {
+    auto it = e.find(k);
+    if (it == e.end()) return absent;
+    if (!it->is_string())
+      throw Error(cat(path, ": field '", k, "': expected a string, found ", it->type_name()));
+    return it->get<std::string>();
+  };
+  const double epoch = number("epoch"), acc = number("holdout_acc"), peak = number("peak_acc"),
+               peak_epoch = number("peak_epoch"), train = number("train_acc");
+  if (epoch < 0 || acc < 0) return;  // no held-out evaluation yet
+  std::string p =
+      cat("The features come from the early-learning model (pretrain/model_early.h5): epoch ",
+          fmt(epoch), ", held-out accuracy ", pct(acc),
+          " % (against the given labels, wrong ones included)");
+  if (text("pick", "peak") == "guarded" && peak >= 0)
+    p += cat(", the guarded pick (the highest: ", pct(peak), " % at epoch ", fmt(peak_epoch), ")");
+  p += ".";
+  auto mem = e.find("memorised");
+  if (mem != e.end() && mem->is_boolean() && peak >= 0 && train >= 0) {
+    const std::string figures = cat(" (last training accuracy ", pct(train),
+                                    " % against the held-out peak ", pct(peak), " %)");
+    if (mem->get<bool>()) {
+      p +=
+          cat(" The run memorised its training labels", figures,
+              ": its later epochs fit the wrong labels too, which is why the early model is used.");
+      if (text("loss", "cross_entropy") == "cross_entropy")
+        p += " Where a cross-entropy run memorised, pretrain.loss: gce (the generalized "
+             "cross-entropy) found more of the wrong labels in 9 of the 10 cells measured (F1 "
+             "-0.01 to +0.22, docs/detection.md): a second pretrain with it is worth trying.";
+    } else {
+      p += cat(" The run did not memorise its training labels", figures, ".");
+    }
+  }
+  c.doc.paragraph(p);
+}
+
+}  // namespace
+
 void section_pretrain(SectionContext& c) {
   c.doc.section("Pretraining (feature extractor)", "pretrain");
   const auto& m = c.data.pretrain_metrics;
@@ -356,6 +410,7 @@ void section_pretrain(SectionContext& c) {
   c.doc.paragraph(cat(m.size(), " epochs logged; last epoch ", last[0], ": train accuracy ",
                       last[2].empty() ? "n/a" : pct(std::stod(last[2])), " %, test accuracy ",
                       last[4].empty() ? "n/a" : pct(std::stod(last[4])), " %."));
+  early_model_paragraph(c);
   std::string gp = terminal_line(c.format, 900, 480) +
                    cat("set output ", gp_quote(c.figure_path("pretrain_curve")), "\n",
                        "set datafile separator ','\nset grid\nset key bottom right\n"

@@ -145,6 +145,7 @@ void EarlyModelKeeper::write_info(bool finished) const {
   }
   j["train_acc"] = train_acc_;
   j["early_pick"] = pick_;
+  if (!loss_.empty()) j["loss"] = loss_;
   if (finished) {
     j["memorised"] = memorised(train_acc_, peak_.acc);
     j["pick"] = chose_peak_ ? "peak" : "guarded";

@@ -80,6 +80,8 @@ class EarlyModelKeeper {
   std::string summary(int64_t epochs) const;
   // Whether the run memorised its training labels (after finish; memorised() above).
   bool run_memorised() const;
+  // The training loss (pretrain.loss), recorded in `info` for the report's advice.
+  void set_loss(std::string loss) { loss_ = std::move(loss); }
 
  private:
   // One candidate for the early model: its epoch (0: none yet) and held-out figures.
@@ -95,7 +97,7 @@ class EarlyModelKeeper {
   lineage::Lineage from_;
   int64_t samples_;
   double margin_se_;
-  std::string pick_;
+  std::string pick_, loss_;
   Candidate guarded_;      // the one-standard-error pick (replaces_early_model)
   Candidate peak_;         // the plain peak (best held-out accuracy seen)
   double train_acc_ = -1;  // the last epoch's training accuracy

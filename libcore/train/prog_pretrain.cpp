@@ -181,6 +181,20 @@ void watch_epochs(const Comm& comm, Trainer& trainer, const EvalSplit& holdout_r
   });
 }
 
+// The early model's closing lines. Measured on 18 cells (docs/detection.md, thirteenth
+// session): where a cross-entropy run memorised, a run with the generalized cross-entropy
+// found more of the noise in 9 of 10 (where it did not, gce lost on some); which case a data
+// set is, only this run can tell.
+void log_early_model(const std::string& early, const EarlyModelKeeper& early_model,
+                     const TrainOptions& opt) {
+  log::info(cat("wrote ", early, ": the early-learning model, ", early_model.summary(opt.epochs)));
+  if (opt.loss == "cross_entropy" && early_model.run_memorised())
+    log::info(
+        "note: the run memorised its labels; on such data pretrain.loss=gce (the generalized "
+        "cross-entropy) found more of the wrong labels in 9 of the 10 cells measured (F1 -0.01 to "
+        "+0.22; docs/detection.md): a second pretrain with --set pretrain.loss=gce is worth trying");
+}
+
 }  // namespace
 
 void pretrain_main(ToolContext& ctx) {
@@ -252,6 +266,7 @@ void pretrain_main(ToolContext& ctx) {
                                set.staged(name_of(early_info)), from_early, ctx.cfg.to_yaml(),
                                set.run_id(), int64_t(split.holdout.size()), resume && holdout > 0,
                                fold_plan.early_margin_se, fold_plan.early_pick);
+  early_model.set_loss(opt.loss);
   // Training dynamics (train/dynamics.hpp): margins from every training forward pass, and
   // the held-out samples' from their evaluation at each epoch's end.
   std::optional<TrainingDynamics> dynamics;
@@ -285,18 +300,7 @@ void pretrain_main(ToolContext& ctx) {
           r.final_test_acc < 0 ? std::string("no test split") : cat("test acc ", r.final_test_acc),
           ", ", int64_t(r.images_per_s), " img/s (", int64_t(r.images_per_s_per_rank),
           " per rank), ", log::format_duration(r.elapsed_s)));
-  if (holdout > 0)
-    log::info(
-        cat("wrote ", early, ": the early-learning model, ", early_model.summary(opt.epochs)));
-  // Measured on 18 cells (docs/detection.md, thirteenth session): where a cross-entropy run
-  // memorised, a run with the generalized cross-entropy found more of the noise in 9 of 10
-  // (where it did not, gce lost on some); which case a data set is, only this run can tell.
-  if (holdout > 0 && opt.loss == "cross_entropy" && early_model.run_memorised())
-    log::info(
-        "note: the run memorised its labels; on such data pretrain.loss=gce (the generalized "
-        "cross-entropy) found more of the wrong labels in 9 of the 10 cells measured (F1 -0.01 to "
-        "+0.22; docs/detection.md): a second pretrain with --set pretrain.loss=gce is worth "
-        "trying");
+  if (holdout > 0) log_early_model(early, early_model, opt);
   if (fold_plan.folds >= 2)
     log::info(skip_folds
                   ? cat("its ", fold_plan.folds, " fold models: pretrain --fold k, k = 0..",

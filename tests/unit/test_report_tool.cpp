@@ -384,6 +384,52 @@ TEST(ReportTool, NoiseEstimateIsShownWithoutScoredDetectors) {
   EXPECT_EQ(md.find("the larger of that estimate"), std::string::npos) << md;
 }
 
+// The pretraining section names the early model the features come from and whether the run
+// memorised its labels (pretrain/model_early.json); a memorising cross-entropy run gets the
+// measured advice to try gce, a gce run or one that did not memorise does not; a malformed
+// field is an error naming the file.
+TEST(ReportTool, PretrainingSaysWhetherTheRunMemorisedAndWhenToTryGce) {
+  std::string dir = make_run("early_model");
+  auto early = [&](const std::string& extra) {
+    std::ofstream(dir + "/pretrain/model_early.json")
+        << "{\"epoch\":5,\"holdout_acc\":0.7417,\"peak_acc\":0.7483,\"peak_epoch\":6,"
+           "\"train_acc\":1.0,\"pick\":\"guarded\"" +
+               extra + "}\n";
+  };
+  auto report = [&] {
+    std::string out;
+    EXPECT_EQ(run_report(dir, "--overwrite", &out), 0) << out;
+    return slurp(dir + "/report/index.md");
+  };
+  const std::string gce = "pretrain.loss: gce (the generalized cross-entropy) found more";
+  early(",\"memorised\":true");  // no loss field: a file from before it, cross-entropy
+  std::string md = report();
+  EXPECT_NE(md.find("early-learning model (pretrain/model_early.h5): epoch 5, held-out accuracy "
+                    "74.17 % (against the given labels, wrong ones included), the guarded pick "
+                    "(the highest: 74.83 % at epoch 6)."),
+            std::string::npos)
+      << md;
+  EXPECT_NE(md.find("The run memorised its training labels (last training accuracy 100.00 % "
+                    "against the held-out peak 74.83 %)"),
+            std::string::npos)
+      << md;
+  EXPECT_NE(md.find(gce), std::string::npos) << md;
+  early(",\"memorised\":true,\"loss\":\"gce\"");
+  md = report();
+  EXPECT_NE(md.find("The run memorised its training labels"), std::string::npos) << md;
+  EXPECT_EQ(md.find(gce), std::string::npos) << md;
+  early(",\"memorised\":false,\"loss\":\"cross_entropy\"");
+  md = report();
+  EXPECT_NE(md.find("The run did not memorise its training labels"), std::string::npos) << md;
+  EXPECT_EQ(md.find(gce), std::string::npos) << md;
+  early(",\"memorised\":false,\"train_acc\":\"high\"");
+  std::string out;
+  EXPECT_EQ(run_report(dir, "--overwrite", &out), 1) << out;
+  EXPECT_NE(out.find("model_early.json: field 'train_acc': expected a number, found string"),
+            std::string::npos)
+      << out;
+}
+
 TEST(ReportTool, MalformedResultIsAnErrorNamingTheFileAndNoReport) {
   std::string dir = make_run("bad_json");
   std::ofstream(dir + "/sweep/run-3/result.json") << "{\"arm\": \"full\", ";
