@@ -106,7 +106,6 @@ void Trainer::broadcast_state() {
 // written) leaves every result bitwise the same as broadcasting them every step.
 void Trainer::broadcast_buffers() {
   if (comm_.size() == 1) return;
-  trace::Span span("wait", "broadcast BN buffers");
   for (auto& b : model_->buffers()) {
     if (model_->device() == nn::Device::cpu) {
       comm_.bcast(b.data, b.size);
@@ -455,6 +454,9 @@ void Trainer::Loop::train_epoch(int64_t e) {
     }
   }
   reducer_->drain();  // stale-synchronous PS: rounds in flight are applied before evaluating
+  // Its span here, not in broadcast_buffers: broadcast_state calls that too, before the
+  // trace's origin is set, where a span would land on the previous run's timeline.
+  trace::Span span("wait", "broadcast BN buffers");
   t_.broadcast_buffers();
 }
 
