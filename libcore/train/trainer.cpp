@@ -103,7 +103,9 @@ void Trainer::broadcast_state() {
 // a 16-image step on 2 ranks here, more across nodes). A training-mode forward never reads
 // them, and rank 0's own never depend on the others', so broadcasting them only before they
 // are read (evaluation, checkpoint, the end of each epoch, after which the model may be
-// written) leaves every result bitwise the same as broadcasting them every step.
+// written) leaves the weights and rank 0's statistics (the ones written) bitwise those of a
+// per-step broadcast; and every rank now evaluates with exactly those (with the per-step
+// broadcast the others used their own last update).
 void Trainer::broadcast_buffers() {
   if (comm_.size() == 1) return;
   for (auto& b : model_->buffers()) {
