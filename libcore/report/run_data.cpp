@@ -47,6 +47,38 @@ int64_t integer(const Json& j, const std::string& key, const std::string& path, 
   return v->get<int64_t>();
 }
 
+std::string text(const Json& j, const std::string& key, const std::string& path, std::string def) {
+  const Json* v = field(j, key, path, false);
+  if (!v) return def;
+  if (!v->is_string())
+    throw Error(cat(path, ": field '", key, "': expected a string, found ", v->type_name()));
+  return v->get<std::string>();
+}
+
+// pretrain/model_early.json (one JSON line; a torn or empty file counts as absent).
+EarlyModelInfo load_early_model(const std::string& path) {
+  EarlyModelInfo e;
+  if (!fs::exists(path)) return e;
+  const std::vector<Json> lines = read_json_lines(path);
+  if (lines.empty()) return e;
+  const Json& j = lines.back();
+  SIEVE_CHECK(j.is_object(), path, ": expected one JSON object");
+  e.present = true;
+  e.epoch = num(j, "epoch", path, false);
+  e.holdout_acc = num(j, "holdout_acc", path, false);
+  e.peak_acc = num(j, "peak_acc", path, false);
+  e.peak_epoch = num(j, "peak_epoch", path, false);
+  e.train_acc = num(j, "train_acc", path, false);
+  e.pick = text(j, "pick", path, e.pick);
+  e.loss = text(j, "loss", path, e.loss);
+  if (const Json* m = field(j, "memorised", path, false)) {
+    SIEVE_CHECK(m->is_boolean(), path, ": field 'memorised': expected a boolean, found ",
+                m->type_name());
+    e.memorised = m->get<bool>() ? 1 : 0;
+  }
+  return e;
+}
+
 // "sweep": {"global_batch": "64"} (train_scaled writes the grid's text) or a number.
 int64_t requested_batch(const Json& j, const std::string& path, int64_t actual) {
   auto sw = j.find("sweep");
@@ -441,13 +473,7 @@ RunData load_run(const std::string& run_dir, const std::string& sweep_dir, const
     d.pretrain_metrics = read_json_lines(d.pretrain_metrics_path);
   else
     d.notes.push_back("no pretrain/metrics.jsonl: pretraining curve omitted");
-  d.pretrain_early_path = run_dir + "/pretrain/model_early.json";
-  if (fs::exists(d.pretrain_early_path)) {
-    const std::vector<Json> lines = read_json_lines(d.pretrain_early_path);
-    if (!lines.empty()) d.pretrain_early = lines.back();
-    SIEVE_CHECK(d.pretrain_early.is_null() || d.pretrain_early.is_object(), d.pretrain_early_path,
-                ": expected one JSON object");
-  }
+  d.pretrain_early = load_early_model(run_dir + "/pretrain/model_early.json");
   load_features(d);
   load_embedding(d);
   load_filter(d);

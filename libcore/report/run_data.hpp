@@ -139,6 +139,16 @@ struct FeaturesInfo {
   int64_t n = 0, dim = 0;
 };
 
+// pretrain/model_early.json: the early-learning model the features come from (numbers NaN
+// where not recorded).
+struct EarlyModelInfo {
+  bool present = false;
+  double epoch = kNaN, holdout_acc = kNaN, peak_acc = kNaN, peak_epoch = kNaN, train_acc = kNaN;
+  std::string pick = "peak";           // peak or guarded
+  std::string loss = "cross_entropy";  // pretrain.loss (files before the field: cross-entropy)
+  int memorised = -1;                  // -1: not recorded (the run had not finished), 0, 1
+};
+
 struct RunData {
   std::string run_dir;
   DatasetInfo dataset;
@@ -147,8 +157,7 @@ struct RunData {
   FilterInfo filter;
   std::vector<Json> pretrain_metrics;  // pretrain/metrics.jsonl
   std::string pretrain_metrics_path;
-  Json pretrain_early;  // pretrain/model_early.json (null when absent)
-  std::string pretrain_early_path;
+  EarlyModelInfo pretrain_early;
   std::vector<RunResult> runs;     // sorted by index; only results of the current grid
   std::vector<StaleResult> stale;  // results of an earlier grid or filter, by index
   std::string sweep_dir;

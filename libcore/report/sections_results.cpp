@@ -332,42 +332,24 @@ namespace {
 // its labels, from pretrain/model_early.json; where a cross-entropy run memorised, the advice
 // measured in docs/detection.md (thirteenth session).
 void early_model_paragraph(SectionContext& c) {
-  const Json& e = c.data.pretrain_early;
-  if (e.is_null()) return;
-  const std::string& path = c.data.pretrain_early_path;
-  auto number = [&](const char* k) {
-    auto it = e.find(k);
-    if (it == e.end() || it->is_null()) return -1.0;
-    if (!it->is_number())
-      throw Error(cat(path, ": field '", k, "': expected a number, found ", it->type_name()));
-    return it->get<double>();
-  };
-  auto text = [&](const char* k, const std::string& absent) {
-    auto it = e.find(k);
-    if (it == e.end()) return absent;
-    if (!it->is_string())
-      throw Error(cat(path, ": field '", k, "': expected a string, found ", it->type_name()));
-    return it->get<std::string>();
-  };
-  const double epoch = number("epoch"), acc = number("holdout_acc"), peak = number("peak_acc"),
-               peak_epoch = number("peak_epoch"), train = number("train_acc");
-  if (epoch < 0 || acc < 0) return;  // no held-out evaluation yet
+  const EarlyModelInfo& e = c.data.pretrain_early;
+  if (!e.present || std::isnan(e.epoch) || std::isnan(e.holdout_acc)) return;  // no evaluation yet
   std::string p =
       cat("The features come from the early-learning model (pretrain/model_early.h5): epoch ",
-          fmt(epoch), ", held-out accuracy ", pct(acc),
+          fmt(e.epoch), ", held-out accuracy ", pct(e.holdout_acc),
           " % (against the given labels, wrong ones included)");
-  if (text("pick", "peak") == "guarded" && peak >= 0)
-    p += cat(", the guarded pick (the highest: ", pct(peak), " % at epoch ", fmt(peak_epoch), ")");
+  if (e.pick == "guarded" && !std::isnan(e.peak_acc))
+    p += cat(", the guarded pick (the highest: ", pct(e.peak_acc), " % at epoch ",
+             fmt(e.peak_epoch), ")");
   p += ".";
-  auto mem = e.find("memorised");
-  if (mem != e.end() && mem->is_boolean() && peak >= 0 && train >= 0) {
-    const std::string figures = cat(" (last training accuracy ", pct(train),
-                                    " % against the held-out peak ", pct(peak), " %)");
-    if (mem->get<bool>()) {
+  if (e.memorised >= 0 && !std::isnan(e.peak_acc) && !std::isnan(e.train_acc)) {
+    const std::string figures = cat(" (last training accuracy ", pct(e.train_acc),
+                                    " % against the held-out peak ", pct(e.peak_acc), " %)");
+    if (e.memorised) {
       p +=
           cat(" The run memorised its training labels", figures,
               ": its later epochs fit the wrong labels too, which is why the early model is used.");
-      if (text("loss", "cross_entropy") == "cross_entropy")
+      if (e.loss == "cross_entropy")
         p += " Where a cross-entropy run memorised, pretrain.loss: gce (the generalized "
              "cross-entropy) found more of the wrong labels in 9 of the 10 cells measured (F1 "
              "-0.01 to +0.22, docs/detection.md): a second pretrain with it is worth trying.";
