@@ -76,6 +76,14 @@ EarlyModelInfo load_early_model(const std::string& path) {
                 m->type_name());
     e.memorised = m->get<bool>() ? 1 : 0;
   }
+  if (const Json* f = field(j, "first_pass", path, false)) {
+    SIEVE_CHECK(f->is_object(), path, ": field 'first_pass': expected an object, found ",
+                f->type_name());
+    const std::string where = path + " (first_pass)";
+    e.first_train_acc = num(*f, "train_acc", where, true);
+    e.first_peak_acc = num(*f, "peak_acc", where, true);
+    e.first_elapsed_s = num(*f, "elapsed_s", where, false);
+  }
   return e;
 }
 

@@ -147,6 +147,9 @@ struct EarlyModelInfo {
   std::string pick = "peak";           // peak or guarded
   std::string loss = "cross_entropy";  // pretrain.loss (files before the field: cross-entropy)
   int memorised = -1;                  // -1: not recorded (the run had not finished), 0, 1
+  // pretrain.loss auto's first run, where it trained a second ("first_pass"): its last
+  // training accuracy, held-out peak and pretraining seconds (NaN: no second run).
+  double first_train_acc = kNaN, first_peak_acc = kNaN, first_elapsed_s = kNaN;
 };
 
 struct RunData {

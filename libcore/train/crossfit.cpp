@@ -146,6 +146,7 @@ void EarlyModelKeeper::write_info(bool finished) const {
   j["train_acc"] = train_acc_;
   j["early_pick"] = pick_;
   if (!loss_.empty()) j["loss"] = loss_;
+  if (!first_pass_.is_null()) j["first_pass"] = first_pass_;
   if (finished) {
     j["memorised"] = memorised(train_acc_, peak_.acc);
     j["pick"] = chose_peak_ ? "peak" : "guarded";
@@ -162,6 +163,11 @@ std::string EarlyModelKeeper::describe() const {
 
 bool EarlyModelKeeper::run_memorised() const {
   return memorised(train_acc_, peak_.acc);
+}
+
+Json EarlyModelKeeper::verdict(int64_t epochs) const {
+  return {{"loss", loss_},           {"epochs", epochs},      {"memorised", run_memorised()},
+          {"train_acc", train_acc_}, {"peak_acc", peak_.acc}, {"peak_epoch", peak_.epoch}};
 }
 
 std::string EarlyModelKeeper::summary(int64_t epochs) const {
@@ -276,6 +282,7 @@ void train_fold_model(const Comm& comm, const std::string& config_yaml, const Tr
       comm, staged(fold_model_name(stem, k, true)), staged(cat(stem, "_fold", k, "_early.json")),
       {from.inputs, from.dataset_fingerprint, cat("fold", k, "_early")}, config_yaml, run_id,
       int64_t(held.size()), resume, plan.early_margin_se, plan.early_pick);
+  early_model.set_loss(o.loss);
   const EvalSplit rows_of_train = eval_split(data, data::Split::Train);
   t.set_epoch_hook([&](int64_t epoch, Json& rec) {
     auto [loss, acc] = t.evaluate(rows_of_train, &held);

@@ -82,6 +82,12 @@ class EarlyModelKeeper {
   bool run_memorised() const;
   // The training loss (pretrain.loss), recorded in `info` for the report's advice.
   void set_loss(std::string loss) { loss_ = std::move(loss); }
+  // After finish: the run's verdict ({loss, epochs, memorised, train_acc, peak_acc,
+  // peak_epoch}), which pretrain.loss auto decides by and records (train/loss_auto.hpp).
+  Json verdict(int64_t epochs) const;
+  // The verdict of the run this one replaces (pretrain.loss auto's first), recorded in `info`
+  // as "first_pass" for the report.
+  void set_first_pass(Json verdict) { first_pass_ = std::move(verdict); }
 
  private:
   // One candidate for the early model: its epoch (0: none yet) and held-out figures.
@@ -98,6 +104,7 @@ class EarlyModelKeeper {
   int64_t samples_;
   double margin_se_;
   std::string pick_, loss_;
+  Json first_pass_;        // null: none
   Candidate guarded_;      // the one-standard-error pick (replaces_early_model)
   Candidate peak_;         // the plain peak (best held-out accuracy seen)
   double train_acc_ = -1;  // the last epoch's training accuracy

@@ -50,13 +50,6 @@ void add_trainer_keys(ConfigSchema& s, const std::string& p, const std::string& 
   s.add_int(p + ".seed", 0, "training seed (0: derived from run.seed)", 0);
   s.add_bool(p + ".augment", true, "random crop (padding 4) + horizontal flip for images");
   s.add_float(p + ".label_smoothing", 0.0, "label smoothing of the cross-entropy", 0.0, 0.99);
-  s.add_string(p + ".loss", "cross_entropy",
-               "training loss: cross_entropy, or gce (generalized cross-entropy, (1 - p^q)/q: "
-               "each sample's gradient scaled by p^q, its given label's probability, so that "
-               "wrong labels are fitted later; docs/training.md)",
-               {"cross_entropy", "gce"});
-  s.add_float(p + ".gce_q", 0.7, "gce: the exponent q (0: cross-entropy, 1: mean absolute error)",
-              0.01, 1.0);
   s.add_float(p + ".optimizer.lr", lr, "base learning rate (at schedule.ref_batch)", 0.0);
   s.add_float(p + ".optimizer.momentum", 0.9, "SGD momentum", 0.0, 0.9999);
   s.add_bool(p + ".optimizer.nesterov", true, "Nesterov momentum");
@@ -117,9 +110,36 @@ void add_trainer_keys(ConfigSchema& s, const std::string& p, const std::string& 
                {"local-gradient", "momentum", "none"});
 }
 
+namespace {
+
+// `<p>.loss` and `<p>.gce_q`; pretrain also offers auto (train/loss_auto.hpp), which needs the
+// held-out curve only pretrain has.
+void add_loss_keys(ConfigSchema& s, const std::string& p, bool offer_auto) {
+  const std::string what =
+      "training loss: cross_entropy, or gce (generalized cross-entropy, (1 - p^q)/q: each "
+      "sample's gradient scaled by p^q, its given label's probability, so that wrong labels are "
+      "fitted later; docs/training.md)";
+  if (offer_auto)
+    s.add_string(p + ".loss", "auto",
+                 what +
+                     ", or auto: cross_entropy, and where that run memorised its labels "
+                     "(pretrain.early_pick's test) a second run with gce, whose models are "
+                     "kept (measured to find more wrong labels on such data; about twice the "
+                     "pretraining time where it fires; without pretrain.holdout: "
+                     "cross_entropy; docs/detection.md)",
+                 {"auto", "cross_entropy", "gce"});
+  else
+    s.add_string(p + ".loss", "cross_entropy", what, {"cross_entropy", "gce"});
+  s.add_float(p + ".gce_q", 0.7, "gce: the exponent q (0: cross-entropy, 1: mean absolute error)",
+              0.01, 1.0);
+}
+
+}  // namespace
+
 // Keys of the 'pretrain' section: the feature extractor (tools/pretrain).
 void add_pretrain_keys(ConfigSchema& s) {
   add_trainer_keys(s, "pretrain", "resnet18", 30, 256, 0.1, 0, 0.0, 0);
+  add_loss_keys(s, "pretrain", true);
   s.add_float("pretrain.holdout", 0.1,
               "fraction of each class of the training split held out of pretraining (seeded); "
               "the model at the held-out accuracy's early peak (pretrain.early_pick), "
@@ -165,6 +185,7 @@ void add_scaled_keys(ConfigSchema& s) {
   // batch 256 and scales by schedule.scaling (auto) with one warm-up epoch (Goyal et al.),
   // and batches of 4096 and more train with LARS (You et al.); docs/training.md.
   add_trainer_keys(s, "scaled", "resnet18", 30, 256, 0.1, 256, 1.0, 4096);
+  add_loss_keys(s, "scaled", false);
   s.add_string("scaled.arm", "full",
                "training data: full, filtered (filter /keep) or random (filter /random_keep)",
                {"full", "filtered", "random"});

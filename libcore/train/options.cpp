@@ -27,10 +27,11 @@ TrainOptions read_train_options(const Config& cfg, const std::string& p) {
   o.label_smoothing = float(cfg.get_float(p + ".label_smoothing"));
   o.loss = cfg.get_string(p + ".loss");
   o.gce_q = float(cfg.get_float(p + ".gce_q"));
-  if (o.loss == "gce" && o.label_smoothing > 0)
-    throw UsageError(cat(p, ".label_smoothing: expected 0 with ", p,
-                         ".loss gce (label smoothing is a cross-entropy target), got ",
-                         o.label_smoothing));
+  if (o.loss != "cross_entropy" && o.label_smoothing > 0)
+    throw UsageError(cat(p, ".label_smoothing: expected 0 with ", p, ".loss ", o.loss,
+                         o.loss == "auto" ? " (whose second run, where it fires, is gce)" : "",
+                         "; label smoothing is a cross-entropy target (", p,
+                         ".loss=cross_entropy to smooth), got ", o.label_smoothing));
   o.opt.momentum = cfg.get_float(p + ".optimizer.momentum");
   o.opt.nesterov = cfg.get_bool(p + ".optimizer.nesterov");
   o.opt.weight_decay = cfg.get_float(p + ".optimizer.weight_decay");

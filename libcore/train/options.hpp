@@ -25,7 +25,9 @@ struct TrainOptions {
   uint64_t seed = 1;
   bool augment = true;
   float label_smoothing = 0.0f;
-  std::string loss = "cross_entropy";  // or "gce" (nn::generalized_cross_entropy)
+  // "cross_entropy", "gce" (nn::generalized_cross_entropy), or pretrain's "auto", which
+  // pretrain resolves to one of the two before it trains (train/loss_auto.hpp).
+  std::string loss = "cross_entropy";
   float gce_q = 0.7f;
   int64_t ckpt_every_steps = 0, ckpt_every_epochs = 1, ckpt_keep = 2;
   int64_t eval_batch = 256, eval_every = 1;

@@ -21,6 +21,7 @@
 #include "train/crossfit.hpp"
 #include "train/dynamics.hpp"
 #include "train/holdout.hpp"
+#include "train/loss_auto.hpp"
 #include "train/options.hpp"
 #include "train/prog_common.hpp"
 #include "train/programs.hpp"
@@ -108,6 +109,9 @@ void pretrain_fold(ToolContext& ctx, int k) {
   TrainOptions opt = read_train_options(ctx.cfg, "pretrain");
   TrainInput data = load_train_input(dataset, ctx.cfg);
   check_main_model(ctx, output, data, k);
+  // pretrain.loss auto: the loss the main model was kept with (train/loss_auto.hpp).
+  if (opt.loss == "auto")
+    opt.loss = decided_loss(ctx.comm, (fs::path(dir) / (stem + "_early.json")).string());
   const std::string run_id = run_id_of(output);
   const FoldPlan plan = plan_folds(data, opt, folds, dir + "/checkpoints",
                                    ctx.cfg.get_float("pretrain.early_margin_se"),
@@ -181,18 +185,179 @@ void watch_epochs(const Comm& comm, Trainer& trainer, const EvalSplit& holdout_r
   });
 }
 
-// The early model's closing lines. Measured on 18 cells (docs/detection.md, thirteenth
-// session): where a cross-entropy run memorised, a run with the generalized cross-entropy
-// found more of the noise in 9 of 10 (where it did not, gce lost on some); which case a data
-// set is, only this run can tell.
+// What every training of the main model shares: the data and its split, the output set and
+// the names of the files in it, the lineages.
+struct MainModelPlan {
+  ToolContext& ctx;
+  const TrainInput& data;
+  const HoldoutSplit& split;
+  double holdout;
+  OutputSet& set;
+  std::string output, early, early_info;  // paths as the user sees them; staged by file name
+  lineage::Lineage from, from_early;
+  std::string staged(const std::string& path) const {
+    return set.staged(fs::path(path).filename().string());
+  }
+};
+
+// One training of the main model (pretrain.loss auto may make two) into the set's staging
+// directory: the Trainer, the early model it keeps, its training dynamics.
+class MainModelPass {
+ public:
+  MainModelPass(const MainModelPlan& p, const TrainOptions& opt, const FoldPlan& folds,
+                const std::string& ckpt_dir, bool resume, const Json& first_pass)
+      : p_(p),
+        opt_(opt),
+        trainer_(p.ctx.comm, opt,
+                 make_source(p.data, p.split.train, opt.global_batch, opt.seed, p.ctx.comm),
+                 p.data.train, eval_split(p.data, data::Split::Test), p.data.meta, ckpt_dir,
+                 p.set.staged("metrics.jsonl"), p.ctx.cfg.to_yaml()),
+        holdout_rows_(eval_split(p.data, data::Split::Train)),
+        // A resumed run goes on from what it had kept.
+        early_model_(p.ctx.comm, p.staged(p.early), p.staged(p.early_info), p.from_early,
+                     p.ctx.cfg.to_yaml(), p.set.run_id(), int64_t(p.split.holdout.size()),
+                     resume && p.holdout > 0, folds.early_margin_se, folds.early_pick),
+        resume_(resume),
+        second_run_(!first_pass.is_null()) {
+    early_model_.set_loss(opt.loss);
+    early_model_.set_first_pass(first_pass);
+    // Training dynamics (train/dynamics.hpp): margins from every training forward pass, and
+    // the held-out samples' from their evaluation at each epoch's end.
+    if (p.ctx.cfg.get_bool("pretrain.dynamics"))
+      dynamics_.emplace(p.data.train, opt.epochs, p.split.holdout);
+    watch_epochs(p.ctx.comm, trainer_, holdout_rows_, p.split, p.holdout, early_model_, dynamics_,
+                 trained_an_epoch_);
+  }
+  MainModelPass(const MainModelPass&) = delete;  // the hooks hold references into it
+  MainModelPass& operator=(const MainModelPass&) = delete;
+
+  // Trains (from its newest checkpoint when resumed), then picks the early model.
+  TrainResult train() {
+    TrainResult r;
+    try {
+      r = trainer_.run(resume_);
+    } catch (const StopRequested& s) {
+      exit_for_requeue(p_.ctx.comm, s.checkpoint);
+    }
+    if (p_.holdout > 0) early_model_.finish();  // the guarded pick or the peak
+    return r;
+  }
+
+  // The final model and the dynamics, into the staging directory (the final names were
+  // checked up front).
+  void write_outputs() {
+    const Comm& comm = p_.ctx.comm;
+    save_model(p_.staged(p_.output), trainer_.model(), p_.ctx.cfg.to_yaml(), p_.from, true, comm);
+    // A run resumed in its fold models trains no epoch of this model: its dynamics, written
+    // before the folds, stay (rewritten, every epoch would read as untrained).
+    int64_t keep_dynamics = 0;
+    if (comm.is_root())
+      keep_dynamics = !trained_an_epoch_ && fs::exists(p_.set.staged(kDynamicsFile)) ? 1 : 0;
+    comm.bcast(&keep_dynamics, 1);
+    if (dynamics_ && !keep_dynamics)
+      write_dynamics(comm, p_.set.staged(kDynamicsFile), *dynamics_, p_.ctx.cfg.to_yaml(), p_.from);
+  }
+
+  const EarlyModelKeeper& early_model() const { return early_model_; }
+  const TrainOptions& options() const { return opt_; }
+  bool second_run() const { return second_run_; }  // pretrain.loss auto's second
+
+ private:
+  const MainModelPlan& p_;
+  TrainOptions opt_;
+  Trainer trainer_;
+  EvalSplit holdout_rows_;
+  EarlyModelKeeper early_model_;
+  std::optional<TrainingDynamics> dynamics_;
+  bool resume_, second_run_, trained_an_epoch_ = false;
+};
+
+// Before pretrain.loss auto's second run trains its first epoch: the staged files of the
+// first run that the second would otherwise resume from or append to go (its metrics are
+// kept under their own name), and so do the second run's checkpoints of an earlier run.
+// Idempotent: a run stopped between the verdict and the second run's first checkpoint
+// does this again when resumed.
+void begin_second_pass(const MainModelPlan& p, const std::string& second_dir) {
+  prepare_checkpoint_dir(p.ctx, second_dir, false, /*discard=*/true);
+  on_root_agreed(p.ctx.comm, [&] {
+    std::error_code ec;
+    const std::string metrics = p.set.staged("metrics.jsonl");
+    const std::string kept = p.set.staged(kFirstPassMetrics);
+    if (!fs::exists(kept) && fs::exists(metrics)) {
+      fs::rename(metrics, kept, ec);
+      if (ec) throw Error(cat(kept, ": cannot keep the first run's metrics: ", ec.message()));
+    }
+    const std::string early = p.staged(p.early);
+    for (const std::string& f : {early, fs::path(early).replace_extension(".peak.h5").string(),
+                                 p.staged(p.early_info), config_sidecar_path(early)})
+      fs::remove(f, ec);
+  });
+}
+
+// pretrain.loss auto (train/loss_auto.hpp): the first pass's verdict where the second pass
+// has begun in this run (a resumed run goes on with it), else null.
+Json second_pass_begun(const MainModelPlan& p, const TrainOptions& opt,
+                       const std::string& second_dir, bool resume) {
+  if (opt.loss != "auto" || !resume || p.holdout <= 0) return Json();
+  return read_first_pass(p.ctx.comm, second_dir, p.set.run_id());
+}
+
+// Trains the main model: once, or with pretrain.loss auto a second time with gce where the
+// cross-entropy run memorised (resumed: in the pass it was in). Returns the pass whose
+// models are kept.
+std::unique_ptr<MainModelPass> train_main_model(const MainModelPlan& p, TrainOptions opt,
+                                                const FoldPlan& folds, const std::string& ckpt_dir,
+                                                bool resume, TrainResult& r) {
+  const bool auto_loss = opt.loss == "auto";
+  const std::string second_dir = second_pass_dir(ckpt_dir);
+  Json first_pass = second_pass_begun(p, opt, second_dir, resume);
+  if (auto_loss) opt.loss = first_pass.is_null() ? "cross_entropy" : "gce";
+  if (!first_pass.is_null()) {
+    // The second run's checkpoint, if it wrote one; else it starts (again).
+    std::string ck;
+    if (p.ctx.comm.is_root()) ck = latest_checkpoint(second_dir);
+    p.ctx.comm.bcast_string(ck);
+    if (ck.empty()) begin_second_pass(p, second_dir);
+    log::info(cat("pretrain.loss auto: the cross-entropy run memorised; ",
+                  ck.empty() ? "starting" : "resuming", " the second run, with gce (", second_dir,
+                  ")"));
+    auto pass = std::make_unique<MainModelPass>(p, opt, folds, second_dir, !ck.empty(), first_pass);
+    r = pass->train();
+    r.elapsed_s += first_pass.value("elapsed_s", 0.0);  // the pretraining time, both runs
+    return pass;
+  }
+  auto pass = std::make_unique<MainModelPass>(p, opt, folds, ckpt_dir, resume, Json());
+  r = pass->train();
+  if (!auto_loss || p.holdout <= 0 || !pass->early_model().run_memorised()) return pass;
+  first_pass = pass->early_model().verdict(opt.epochs);
+  first_pass["elapsed_s"] = r.elapsed_s;
+  log::info(cat("pretrain.loss auto: the cross-entropy run memorised its labels (train acc ",
+                first_pass["train_acc"].get<double>(), " against the held-out peak ",
+                first_pass["peak_acc"].get<double>(),
+                "); training again with gce, whose models are kept (docs/detection.md)"));
+  pass.reset();  // its hooks and files are done with before the second run takes them
+  write_first_pass(p.ctx.comm, second_dir, p.set.run_id(), first_pass);
+  begin_second_pass(p, second_dir);
+  opt.loss = "gce";
+  pass = std::make_unique<MainModelPass>(p, opt, folds, second_dir, false, first_pass);
+  r = pass->train();
+  r.elapsed_s += first_pass["elapsed_s"].get<double>();  // the pretraining time, both runs
+  return pass;
+}
+
+// The early model's closing lines. Measured over 23 cells (docs/detection.md, thirteenth and
+// fourteenth sessions): where a cross-entropy run memorised, a run with the generalized
+// cross-entropy found more of the noise in 14 of 15 (where it did not, gce lost on some);
+// which case a data set is, only this run can tell (pretrain.loss auto does both).
 void log_early_model(const std::string& early, const EarlyModelKeeper& early_model,
                      const TrainOptions& opt) {
   log::info(cat("wrote ", early, ": the early-learning model, ", early_model.summary(opt.epochs)));
   if (opt.loss == "cross_entropy" && early_model.run_memorised())
     log::info(
-        "note: the run memorised its labels; on such data pretrain.loss=gce (the generalized "
-        "cross-entropy) found more of the wrong labels in 9 of the 10 cells measured (F1 -0.01 to "
-        "+0.22; docs/detection.md): a second pretrain with --set pretrain.loss=gce is worth trying");
+        "note: the run memorised its labels; on such data a second run with pretrain.loss=gce "
+        "(the generalized cross-entropy) found more of the wrong labels in 14 of the 15 cells "
+        "measured (F1 -0.01 to +0.22; docs/detection.md): pretrain.loss=auto (the default) "
+        "does that by itself");
 }
 
 }  // namespace
@@ -225,13 +390,15 @@ void pretrain_main(ToolContext& ctx) {
   std::vector<std::string> members =
       fold_members(stem, std::max(folds, ctx.comm.is_root() ? existing_folds(dir, stem) : 0));
   for (const std::string& m :
-       {std::string("metrics.jsonl"), name_of(early_info), name_of(config_sidecar_path(early)),
-        name_of(early), std::string(kDynamicsFile), name_of(config_sidecar_path(output)),
+       {std::string(kFirstPassMetrics), std::string("metrics.jsonl"), name_of(early_info),
+        name_of(config_sidecar_path(early)), name_of(early), std::string(kDynamicsFile),
+        name_of(config_sidecar_path(output)),
         name_of(output)})  // model.h5 last: the member readers open first
     members.push_back(m);
   OutputSet set(ctx.comm, "pretrain", dir, members);
   const std::string ckpt_dir = dir + "/checkpoints";
   prepare_checkpoint_dir(ctx, ckpt_dir, resume);
+  prepare_checkpoint_dir(ctx, second_pass_dir(ckpt_dir), resume);  // pretrain.loss auto's
 
   TrainOptions opt = read_train_options(ctx.cfg, "pretrain");
   TrainInput data = load_train_input(dataset, ctx.cfg);
@@ -244,7 +411,6 @@ void pretrain_main(ToolContext& ctx) {
     prepare_checkpoint_dir(ctx, fold_plan.checkpoint_dir(k), resume);
   const HoldoutSplit split = pretrain_split(data, holdout, opt.seed, dataset);
   const lineage::Lineage from{{{dataset, data.meta.fingerprint}}, data.meta.fingerprint, ""};
-  const lineage::Lineage from_early{from.inputs, from.dataset_fingerprint, "early"};
   check_global_batch(opt.global_batch, int64_t(split.train.size()), "pretrain.global_batch",
                      holdout > 0 ? "the training samples left after pretrain.holdout"
                                  : cat(dataset, "'s training samples"));
@@ -256,51 +422,25 @@ void pretrain_main(ToolContext& ctx) {
     if (const std::string ck = latest_checkpoint(ckpt_dir); !ck.empty()) resume_id = run_id_of(ck);
   ctx.comm.bcast_string(resume_id);
   set.begin(resume_id);
-  Trainer trainer(ctx.comm, opt,
-                  make_source(data, split.train, opt.global_batch, opt.seed, ctx.comm), data.train,
-                  eval_split(data, data::Split::Test), data.meta, ckpt_dir,
-                  set.staged("metrics.jsonl"), ctx.cfg.to_yaml());
-  const EvalSplit holdout_rows = eval_split(data, data::Split::Train);
-  // The early model (replaces_early_model); a resumed run goes on from what it had kept.
-  EarlyModelKeeper early_model(ctx.comm, set.staged(name_of(early)),
-                               set.staged(name_of(early_info)), from_early, ctx.cfg.to_yaml(),
-                               set.run_id(), int64_t(split.holdout.size()), resume && holdout > 0,
-                               fold_plan.early_margin_se, fold_plan.early_pick);
-  early_model.set_loss(opt.loss);
-  // Training dynamics (train/dynamics.hpp): margins from every training forward pass, and
-  // the held-out samples' from their evaluation at each epoch's end.
-  std::optional<TrainingDynamics> dynamics;
-  if (ctx.cfg.get_bool("pretrain.dynamics"))
-    dynamics.emplace(data.train, opt.epochs, split.holdout);
-  bool trained_an_epoch = false;
-  watch_epochs(ctx.comm, trainer, holdout_rows, split, holdout, early_model, dynamics,
-               trained_an_epoch);
+  const MainModelPlan plan{ctx,   data,   split, holdout, set, output, early, early_info,
+                           from, {from.inputs, from.dataset_fingerprint, "early"}};
   TrainResult r;
-  try {
-    r = trainer.run(resume);
-  } catch (const StopRequested& s) {
-    exit_for_requeue(ctx.comm, s.checkpoint);
-  }
-  if (holdout > 0) early_model.finish();  // the guarded pick or the peak (pretrain.early_pick)
-  // Into the staging directory (the final name was checked up front), then the whole set.
-  save_model(set.staged(name_of(output)), trainer.model(), ctx.cfg.to_yaml(), from, true, ctx.comm);
-  // A run resumed in its fold models trains no epoch of this model: its dynamics, written
-  // before the folds, stay (rewritten, every epoch would read as untrained).
-  int64_t keep_dynamics = 0;
-  if (ctx.comm.is_root())
-    keep_dynamics = !trained_an_epoch && fs::exists(set.staged(kDynamicsFile)) ? 1 : 0;
-  ctx.comm.bcast(&keep_dynamics, 1);
-  if (dynamics && !keep_dynamics)
-    write_dynamics(ctx.comm, set.staged(kDynamicsFile), *dynamics, ctx.cfg.to_yaml(), from);
+  const std::unique_ptr<MainModelPass> pass =
+      train_main_model(plan, opt, fold_plan, ckpt_dir, resume, r);
+  pass->write_outputs();
+  // The fold models train with the loss the main model was kept with.
   if (fold_plan.folds >= 2 && !skip_folds)
-    train_fold_models(ctx.comm, ctx.cfg.to_yaml(), data, opt, fold_plan, set, stem, resume, from);
+    train_fold_models(ctx.comm, ctx.cfg.to_yaml(), data, pass->options(), fold_plan, set, stem,
+                      resume, from);
   set.commit();
   log::info(
       cat("wrote ", output, ": train acc ", r.final_train_acc, ", ",
           r.final_test_acc < 0 ? std::string("no test split") : cat("test acc ", r.final_test_acc),
           ", ", int64_t(r.images_per_s), " img/s (", int64_t(r.images_per_s_per_rank),
-          " per rank), ", log::format_duration(r.elapsed_s)));
-  if (holdout > 0) log_early_model(early, early_model, opt);
+          " per rank), ", log::format_duration(r.elapsed_s),
+          pass->second_run() ? " for both runs (pretrain.loss auto; the figures are the second's)"
+                             : ""));
+  if (holdout > 0) log_early_model(early, pass->early_model(), pass->options());
   if (fold_plan.folds >= 2)
     log::info(skip_folds
                   ? cat("its ", fold_plan.folds, " fold models: pretrain --fold k, k = 0..",

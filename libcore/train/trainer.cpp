@@ -64,6 +64,8 @@ Trainer::Trainer(const Comm& comm, TrainOptions opt, std::unique_ptr<SampleSourc
       ckpt_dir_(std::move(ckpt_dir)),
       metrics_path_(std::move(metrics_path)),
       config_yaml_(std::move(config_yaml)) {
+  SIEVE_ASSERT(o_.loss == "cross_entropy" || o_.loss == "gce", "training loss ", o_.loss,
+               " (pretrain resolves auto before it trains)");
   nn::ModelSpec& s = o_.spec;
   s.num_classes = meta.num_classes;
   if (train.image) {

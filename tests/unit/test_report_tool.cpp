@@ -402,6 +402,7 @@ TEST(ReportTool, PretrainingSaysWhetherTheRunMemorisedAndWhenToTryGce) {
     return slurp(dir + "/report/index.md");
   };
   const std::string gce = "pretrain.loss: gce (the generalized cross-entropy) found more";
+  const std::string second = "It is the second pretraining of this run";
   early(",\"memorised\":true");  // no loss field: a file from before it, cross-entropy
   std::string md = report();
   EXPECT_NE(md.find("early-learning model (pretrain/model_early.h5): epoch 5, held-out accuracy "
@@ -414,10 +415,30 @@ TEST(ReportTool, PretrainingSaysWhetherTheRunMemorisedAndWhenToTryGce) {
             std::string::npos)
       << md;
   EXPECT_NE(md.find(gce), std::string::npos) << md;
+  EXPECT_EQ(md.find(second), std::string::npos) << md;
   early(",\"memorised\":true,\"loss\":\"gce\"");
   md = report();
   EXPECT_NE(md.find("The run memorised its training labels"), std::string::npos) << md;
   EXPECT_EQ(md.find(gce), std::string::npos) << md;
+  EXPECT_EQ(md.find(second), std::string::npos) << md;
+  // pretrain.loss auto's second run: what the first did, then this one's verdict.
+  early(
+      ",\"memorised\":false,\"loss\":\"gce\",\"first_pass\":{\"loss\":\"cross_entropy\","
+      "\"memorised\":true,\"train_acc\":0.9987,\"peak_acc\":0.7302,\"elapsed_s\":12.6}");
+  md = report();
+  EXPECT_NE(md.find(second + ": the first, with the cross-entropy, memorised its training labels "
+                             "(last training accuracy 99.87 % against the held-out peak 73.02 %), "
+                             "so pretrain.loss: auto trained again with gce"),
+            std::string::npos)
+      << md;
+  EXPECT_NE(md.find("the first took 13 s."), std::string::npos) << md;
+  EXPECT_NE(md.find("The run did not memorise its training labels"), std::string::npos) << md;
+  EXPECT_EQ(md.find(gce), std::string::npos) << md;
+  early(",\"loss\":\"gce\",\"first_pass\":{\"train_acc\":0.9}");
+  std::string bad;
+  EXPECT_EQ(run_report(dir, "--overwrite", &bad), 1) << bad;
+  EXPECT_NE(bad.find("model_early.json (first_pass): field 'peak_acc' missing"), std::string::npos)
+      << bad;
   early(",\"memorised\":false,\"loss\":\"cross_entropy\"");
   md = report();
   EXPECT_NE(md.find("The run did not memorise its training labels"), std::string::npos) << md;
