@@ -295,11 +295,18 @@ void begin_second_pass(const MainModelPlan& p, const std::string& second_dir) {
 }
 
 // pretrain.loss auto (train/loss_auto.hpp): the first pass's verdict where the second pass
-// has begun in this run (a resumed run goes on with it), else null.
+// has begun in this run (a resumed run goes on with it), else null. A run resumed with
+// another loss than the one it began with would mix the two runs' files: refused.
 Json second_pass_begun(const MainModelPlan& p, const TrainOptions& opt,
                        const std::string& second_dir, bool resume) {
-  if (opt.loss != "auto" || !resume || p.holdout <= 0) return Json();
-  return read_first_pass(p.ctx.comm, second_dir, p.set.run_id());
+  if (!resume || p.holdout <= 0) return Json();
+  Json first_pass = read_first_pass(p.ctx.comm, second_dir, p.set.run_id());
+  if (!first_pass.is_null() && opt.loss != "auto")
+    throw UsageError(cat("pretrain.loss: the run to resume (", second_dir,
+                         ") is an auto run in its second pass; resume it with pretrain.loss=auto, "
+                         "or start over with --overwrite instead of --resume (got ",
+                         opt.loss, ")"));
+  return opt.loss == "auto" ? first_pass : Json();
 }
 
 // Trains the main model: once, or with pretrain.loss auto a second time with gce where the

@@ -148,6 +148,11 @@ TEST(TrainLossAuto, KilledInEitherRunResumesToTheSameModels) {
   ASSERT_EQ(rc, 128 + 9) << out;
   EXPECT_NE(out.find("training again with gce"), std::string::npos) << out;
   EXPECT_FALSE(fs::exists(b + "/pretrain/model.h5"));
+  // Resumed with another loss, the run would mix the two runs' files: one line, exit 2.
+  out = pretrain(b, "", epochs + " --resume --set pretrain.loss=cross_entropy", &rc);
+  EXPECT_EQ(rc, 2) << out;
+  EXPECT_NE(out.find("pretrain.loss: the run to resume"), std::string::npos) << out;
+  EXPECT_FALSE(fs::exists(b + "/pretrain/model.h5"));
   out = pretrain(b, "", epochs + " --resume", &rc);
   ASSERT_EQ(rc, 0) << out;
   EXPECT_NE(out.find("resuming the second run, with gce"), std::string::npos) << out;
