@@ -37,12 +37,14 @@ void write_random_label_table(const std::string& path) {
 }
 
 // pretrain of an MLP on that table in run directory `dir` (a quarter held out, a checkpoint
-// every step); `env` before the command; its exit code in *rc, its output returned.
+// every step); `env` (VAR=value) exported first; under mpirun with `ranks` > 0 ranks; its exit
+// code in *rc, its output returned.
 std::string pretrain(const std::string& dir, const std::string& env, const std::string& extra,
-                     int* rc) {
+                     int* rc, int ranks = 0) {
   std::string out;
   *rc = test::run_command(
-      cat(env, " ", test::tool_path("pretrain"), " --set run.dir=", dir,
+      cat(env.empty() ? "" : "export " + env + "; ", ranks > 0 ? test::mpirun_prefix(ranks) : "",
+          test::tool_path("pretrain"), " --set run.dir=", dir,
           " --set pretrain.model.arch=mlp --set pretrain.model.hidden=[256]",
           " --set pretrain.global_batch=16 --set pretrain.holdout=0.25",
           " --set pretrain.optimizer.lr=0.1 --set pretrain.augment=false",
@@ -171,4 +173,29 @@ TEST(TrainLossAuto, KilledInEitherRunResumesToTheSameModels) {
     for (size_t e = 0; e < ma.size(); ++e)
       EXPECT_EQ(ma[e]["train_acc"], mb[e]["train_acc"]) << name << " epoch " << e + 1;
   }
+}
+
+// Under 2 ranks (rank 0 reads and writes the verdict, every rank follows it): killed in the
+// first run, then in the second, and resumed, the run ends in the second pass's models.
+TEST(TrainLossAuto, TwoRanksFollowOneVerdictThroughKillsAndResumes) {
+  const std::string d = test::scratch_dir("train_loss_auto_np2");
+  write_random_label_table(d + "/dataset.h5");
+  const std::string epochs = " --set pretrain.epochs=20";
+  int rc = 0;
+  std::string out = pretrain(d, "SIEVE_DEBUG_KILL_STEP=30", epochs, &rc, 2);
+  ASSERT_NE(rc, 0) << out;
+  EXPECT_EQ(out.find("training again with gce"), std::string::npos) << out;
+  out = pretrain(d, "SIEVE_DEBUG_KILL_STEP=10", epochs + " --resume", &rc, 2);
+  ASSERT_NE(rc, 0) << out;
+  EXPECT_NE(out.find("training again with gce"), std::string::npos) << out;
+  out = pretrain(d, "", epochs + " --resume", &rc, 2);
+  ASSERT_EQ(rc, 0) << out;
+  EXPECT_NE(out.find("resuming the second run, with gce"), std::string::npos) << out;
+  const Json early = early_record(d);
+  EXPECT_EQ(early["loss"].get<std::string>(), "gce");
+  ASSERT_TRUE(early.contains("first_pass")) << early.dump();
+  EXPECT_TRUE(early["first_pass"]["memorised"].get<bool>());
+  EXPECT_EQ(read_json_lines(d + "/pretrain/metrics_first_pass.jsonl").size(), 20u);
+  EXPECT_EQ(read_json_lines(d + "/pretrain/metrics.jsonl").size(), 20u);
+  EXPECT_TRUE(fs::exists(d + "/pretrain/model.h5"));
 }
