@@ -12,8 +12,9 @@
 #       digits (scikit-learn's 1,797 real 8x8 handwritten digits, from python3-sklearn: a seeded
 #       1,500 / 297 train / test split, configs/fashion_mnist.yaml's extractor as written: data
 #       nobody tuned the detectors on).
-#       cancer, digitstab: scikit-learn's breast-cancer table (569 rows x 30 columns, 2 classes)
-#       and the same 1,797 digits as a table of 64 pixel columns, as CSV files through
+#       cancer, digitstab, wine: scikit-learn's breast-cancer table (569 rows x 30 columns, 2
+#       classes), the same 1,797 digits as a table of 64 pixel columns and the wine table (178
+#       rows x 13 chemical measurements, 3 cultivars), as CSV files through
 #       configs/tabular.yaml (an MLP extractor, its 20 % test split): tables and an
 #       architecture nobody tuned the detectors on.
 # KIND: symmetric | pairwise | instance | projection (data.label_noise.kind); RATE: 0.1, 0.2, 0.4 ...
@@ -105,11 +106,11 @@ EOF
 }
 
 # A scikit-learn table as CSV: one column per feature and the class in `label`.
-table_csv() {  # table_csv FILE cancer|digitstab
+table_csv() {  # table_csv FILE cancer|digitstab|wine
   /usr/bin/python3 - "$1" "$2" <<'EOF'
 import csv, sys
-from sklearn.datasets import load_breast_cancer, load_digits
-d = load_breast_cancer() if sys.argv[2] == "cancer" else load_digits()
+from sklearn.datasets import load_breast_cancer, load_digits, load_wine
+d = {"cancer": load_breast_cancer, "digitstab": load_digits, "wine": load_wine}[sys.argv[2]]()
 with open(sys.argv[1], "w", newline="") as f:
     w = csv.writer(f)
     w.writerow([f"x{i}" for i in range(d.data.shape[1])] + ["label"])
@@ -231,7 +232,7 @@ for cell in $cells; do
       digits_idx "$src"
       sets=(--config "$root/configs/fashion_mnist.yaml" --set data.path="$src"
             --set 'data.class_names=["0","1","2","3","4","5","6","7","8","9"]') ;;
-    cancer|digitstab)
+    cancer|digitstab|wine)
       src="$out/$data.csv"
       table_csv "$src" "$data"
       sets=(--config "$root/configs/tabular.yaml" --set data.path="$src") ;;
