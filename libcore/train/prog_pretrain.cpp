@@ -316,6 +316,9 @@ std::unique_ptr<MainModelPass> train_main_model(const MainModelPlan& p, TrainOpt
                                                 const FoldPlan& folds, const std::string& ckpt_dir,
                                                 bool resume, TrainResult& r) {
   const bool auto_loss = opt.loss == "auto";
+  if (auto_loss && p.holdout <= 0)
+    log::info("pretrain.loss auto: no held-out part (pretrain.holdout 0), so no verdict on "
+              "memorisation: one run, with the cross-entropy");
   const std::string second_dir = second_pass_dir(ckpt_dir);
   Json first_pass = second_pass_begun(p, opt, second_dir, resume);
   if (auto_loss) opt.loss = first_pass.is_null() ? "cross_entropy" : "gce";
