@@ -481,6 +481,9 @@ RunData load_run(const std::string& run_dir, const std::string& sweep_dir, const
     d.pretrain_metrics = read_json_lines(d.pretrain_metrics_path);
   else
     d.notes.push_back("no pretrain/metrics.jsonl: pretraining curve omitted");
+  d.pretrain_first_metrics_path = run_dir + "/pretrain/metrics_first_pass.jsonl";
+  if (fs::exists(d.pretrain_first_metrics_path))
+    d.pretrain_first_metrics = read_json_lines(d.pretrain_first_metrics_path);
   d.pretrain_early = load_early_model(run_dir + "/pretrain/model_early.json");
   load_features(d);
   load_embedding(d);

@@ -160,6 +160,9 @@ struct RunData {
   FilterInfo filter;
   std::vector<Json> pretrain_metrics;  // pretrain/metrics.jsonl
   std::string pretrain_metrics_path;
+  // pretrain/metrics_first_pass.jsonl: pretrain.loss auto's first run, where it trained twice.
+  std::vector<Json> pretrain_first_metrics;
+  std::string pretrain_first_metrics_path;
   EarlyModelInfo pretrain_early;
   std::vector<RunResult> runs;     // sorted by index; only results of the current grid
   std::vector<StaleResult> stale;  // results of an earlier grid or filter, by index

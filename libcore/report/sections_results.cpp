@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <iterator>
 #include <map>
 #include <set>
 
@@ -375,6 +376,34 @@ void early_model_paragraph(SectionContext& c) {
 
 }  // namespace
 
+namespace {
+
+// The pretraining curve's columns, one row per line of a metrics.jsonl (`path` in errors).
+const char* const kPretrainColumns[] = {"epoch",     "train_loss", "train_acc",
+                                        "test_loss", "test_acc",   "images_per_s"};
+
+std::vector<Row> pretrain_rows(const std::vector<Json>& m, const std::string& path) {
+  std::vector<Row> rows;
+  for (size_t i = 0; i < m.size(); ++i) {
+    const Json& j = m[i];
+    SIEVE_CHECK(j.is_object(), path, ": line ", i + 1, ": expected a JSON object");
+    Row r{j.contains("epoch") && j["epoch"].is_number() ? fmt(j["epoch"].get<double>())
+                                                        : std::to_string(i + 1)};
+    for (size_t k = 1; k < std::size(kPretrainColumns); ++k) {
+      const char* key = kPretrainColumns[k];
+      auto it = j.find(key);
+      if (it != j.end() && !it->is_null() && !it->is_number())
+        throw Error(cat(path, ": line ", i + 1, ": field '", key, "': expected a number, found ",
+                        it->type_name()));
+      r.push_back(it != j.end() && it->is_number() ? fmt(it->get<double>()) : "");
+    }
+    rows.push_back(r);
+  }
+  return rows;
+}
+
+}  // namespace
+
 void section_pretrain(SectionContext& c) {
   c.doc.section("Pretraining (feature extractor)", "pretrain");
   const auto& m = c.data.pretrain_metrics;
@@ -382,30 +411,27 @@ void section_pretrain(SectionContext& c) {
     c.doc.note(cat("No pretraining metrics (", c.data.pretrain_metrics_path, ")."));
     return;
   }
-  const char* keys[] = {"train_loss", "train_acc", "test_loss", "test_acc", "images_per_s"};
-  std::vector<Row> rows;
-  for (size_t i = 0; i < m.size(); ++i) {
-    const Json& j = m[i];
-    SIEVE_CHECK(j.is_object(), c.data.pretrain_metrics_path, ": line ", i + 1,
-                ": expected a JSON object");
-    Row r{j.contains("epoch") && j["epoch"].is_number() ? fmt(j["epoch"].get<double>())
-                                                        : std::to_string(i + 1)};
-    for (const char* k : keys) {
-      auto it = j.find(k);
-      if (it != j.end() && !it->is_null() && !it->is_number())
-        throw Error(cat(c.data.pretrain_metrics_path, ": line ", i + 1, ": field '", k,
-                        "': expected a number, found ", it->type_name()));
-      r.push_back(it != j.end() && it->is_number() ? fmt(it->get<double>()) : "");
-    }
-    rows.push_back(r);
-  }
-  write_csv(c.dir + "/data/pretrain_metrics.csv",
-            {"epoch", "train_loss", "train_acc", "test_loss", "test_acc", "images_per_s"}, rows);
+  const Row columns(std::begin(kPretrainColumns), std::end(kPretrainColumns));
+  const std::vector<Row> rows = pretrain_rows(m, c.data.pretrain_metrics_path);
+  write_csv(c.dir + "/data/pretrain_metrics.csv", columns, rows);
   const Row& last = rows.back();
   c.doc.paragraph(cat(m.size(), " epochs logged; last epoch ", last[0], ": train accuracy ",
                       last[2].empty() ? "n/a" : pct(std::stod(last[2])), " %, test accuracy ",
                       last[4].empty() ? "n/a" : pct(std::stod(last[4])), " %."));
   early_model_paragraph(c);
+  // pretrain.loss auto's first run (where it trained twice), beside the kept one: the
+  // memorisation that made it retrain shows as its training accuracy running away.
+  std::vector<std::string> csvs{"data/pretrain_metrics.csv"};
+  std::string first_lines;
+  if (!c.data.pretrain_first_metrics.empty()) {
+    write_csv(c.dir + "/data/pretrain_first_pass_metrics.csv", columns,
+              pretrain_rows(c.data.pretrain_first_metrics, c.data.pretrain_first_metrics_path));
+    csvs.push_back("data/pretrain_first_pass_metrics.csv");
+    first_lines =
+        ", 'data/pretrain_first_pass_metrics.csv' skip 1 using 1:(100*$3) with l lc 1 dt 3 lw 2 "
+        "title 'first run (cross-entropy): train acc', '' skip 1 using 1:(100*$5) with l lc 2 "
+        "dt 3 lw 2 title 'first run: test acc'";
+  }
   std::string gp = terminal_line(c.format, 900, 480) +
                    cat("set output ", gp_quote(c.figure_path("pretrain_curve")), "\n",
                        "set datafile separator ','\nset grid\nset key bottom right\n"
@@ -413,10 +439,14 @@ void section_pretrain(SectionContext& c) {
                        "set ytics nomirror\nset y2tics\nset title 'Pretraining'\n"
                        "plot 'data/pretrain_metrics.csv' skip 1 using 1:(100*$3) with lp lw 2 "
                        "title 'train acc', '' skip 1 using 1:(100*$5) with lp lw 2 title 'test "
-                       "acc', '' skip 1 using 1:2 axes x1y2 with l dt 2 title 'train loss'\n");
+                       "acc', '' skip 1 using 1:2 axes x1y2 with l dt 2 title 'train loss'",
+                       first_lines, "\n");
   run_gnuplot(c.dir, "pretrain_curve", gp, c.figure_path("pretrain_curve"));
-  c.doc.figure(c.figure_path("pretrain_curve"), "Pretraining accuracy and loss per epoch",
-               {"data/pretrain_metrics.csv"}, "fig-pretrain");
+  c.doc.figure(c.figure_path("pretrain_curve"),
+               first_lines.empty() ? "Pretraining accuracy and loss per epoch"
+                                   : "Pretraining accuracy and loss per epoch (dotted: the "
+                                     "first run, which memorised, before the kept one)",
+               csvs, "fig-pretrain");
 }
 
 }  // namespace sieve::report

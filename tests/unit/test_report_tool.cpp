@@ -3,6 +3,7 @@
 // aggregates are computed independently in the test.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -432,6 +433,25 @@ TEST(ReportTool, PretrainingSaysWhetherTheRunMemorisedAndWhenToTryGce) {
             std::string::npos)
       << md;
   EXPECT_NE(md.find("the first took 13 s."), std::string::npos) << md;
+  EXPECT_EQ(md.find("dotted: the first run"), std::string::npos) << md;  // no metrics of it
+  // With the first run's metrics, its curve is drawn beside the kept run's.
+  std::ofstream(dir + "/pretrain/metrics_first_pass.jsonl")
+      << "{\"epoch\":1,\"train_acc\":0.5,\"test_acc\":0.4}\n"
+         "{\"epoch\":2,\"train_acc\":0.99,\"test_acc\":0.38}\n";
+  md = report();
+  EXPECT_NE(md.find("dotted: the first run, which memorised"), std::string::npos) << md;
+  const std::string csv = slurp(dir + "/report/data/pretrain_first_pass_metrics.csv");
+  EXPECT_EQ(std::count(csv.begin(), csv.end(), '\n'), 3) << csv;
+  EXPECT_NE(csv.find("0.99"), std::string::npos) << csv;
+  std::ofstream(dir + "/pretrain/metrics_first_pass.jsonl")
+      << "{\"epoch\":1,\"train_acc\":\"x\"}\n";
+  std::string bad_metrics;
+  EXPECT_EQ(run_report(dir, "--overwrite", &bad_metrics), 1) << bad_metrics;
+  EXPECT_NE(bad_metrics.find("metrics_first_pass.jsonl: line 1: field 'train_acc': expected a "
+                             "number, found string"),
+            std::string::npos)
+      << bad_metrics;
+  fs::remove(dir + "/pretrain/metrics_first_pass.jsonl");
   EXPECT_NE(md.find("The run did not memorise its training labels"), std::string::npos) << md;
   EXPECT_EQ(md.find(gce), std::string::npos) << md;
   early(",\"loss\":\"gce\",\"first_pass\":{\"train_acc\":0.9}");
