@@ -37,6 +37,10 @@ bool replaces_early_model(double acc, double kept_acc, int64_t samples, double m
   return kept_acc < 0 || acc > replacement_bar(kept_acc, samples, margin_se);
 }
 
+std::string early_peak_copy(const std::string& model) {
+  return fs::path(model).replace_extension(".peak.h5").string();
+}
+
 bool memorised(double final_train_acc, double peak_acc) {
   const double error = 1 - peak_acc;
   return error <= 0 || final_train_acc - peak_acc > 0.5 * error;
@@ -56,7 +60,7 @@ EarlyModelKeeper::EarlyModelKeeper(const Comm& comm, std::string model, std::str
       margin_se_(margin_se),
       pick_(std::move(pick)) {
   SIEVE_ASSERT(pick_ == "auto" || pick_ == "guarded" || pick_ == "peak", "early pick ", pick_);
-  peak_model_ = fs::path(model_).replace_extension(".peak.h5").string();
+  peak_model_ = early_peak_copy(model_);
   int64_t finished_pick = 0;  // 0: none yet, 1: guarded, 2: peak
   if (resume && comm_.is_root() && fs::exists(info_) && fs::exists(model_)) {
     auto lines = read_json_lines(info_);

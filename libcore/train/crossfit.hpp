@@ -56,11 +56,15 @@ bool replaces_early_model(double acc, double kept_acc, int64_t samples, double m
 // 0.67; docs/detection.md).
 bool memorised(double final_train_acc, double peak_acc);
 
+// Where EarlyModelKeeper keeps the held-out peak's model beside its guarded pick `model`
+// until finish() (<model stem>.peak.h5).
+std::string early_peak_copy(const std::string& model);
+
 // Keeps the early-learning model: `model` (staged) and `info` (one JSON line: epoch,
 // holdout_acc, holdout_loss, holdout_samples, holdout_se, margin_se, run_id, and the
 // candidates: guarded_epoch / guarded_acc, peak_epoch / peak_acc, train_acc) are rewritten
 // whenever an epoch's held-out accuracy replaces the guarded pick (replaces_early_model); the
-// plain peak, where it differs, is kept beside it (`model` with .peak.h5) until finish()
+// plain peak, where it differs, is kept beside it (early_peak_copy) until finish()
 // picks one (`pick`: auto, guarded or peak; see memorised). A resumed run continues from the
 // candidates its earlier part kept, as `info` recorded them.
 class EarlyModelKeeper {

@@ -50,6 +50,13 @@ void add_pretrain_flags(po::options_description& d) {
 
 namespace {
 
+// The early model and its record beside the model `<dir>/<stem>.h5`: <stem>_early.h5 and
+// <stem>_early.json (`ext`).
+std::string early_model_path(const std::string& dir, const std::string& stem,
+                             const std::string& ext) {
+  return (fs::path(dir) / (stem + "_early" + ext)).string();
+}
+
 // The rows pretrain trains on and the held-out part whose accuracy peak picks the early
 // model (train/holdout.hpp); with pretrain.holdout 0, every row and no held-out part.
 HoldoutSplit pretrain_split(const TrainInput& data, double holdout, uint64_t seed,
@@ -110,8 +117,7 @@ void pretrain_fold(ToolContext& ctx, int k) {
   TrainInput data = load_train_input(dataset, ctx.cfg);
   check_main_model(ctx, output, data, k);
   // pretrain.loss auto: the loss the main model was kept with (train/loss_auto.hpp).
-  if (opt.loss == "auto")
-    opt.loss = decided_loss(ctx.comm, (fs::path(dir) / (stem + "_early.json")).string());
+  if (opt.loss == "auto") opt.loss = decided_loss(ctx.comm, early_model_path(dir, stem, ".json"));
   const std::string run_id = run_id_of(output);
   const FoldPlan plan = plan_folds(data, opt, folds, dir + "/checkpoints",
                                    ctx.cfg.get_float("pretrain.early_margin_se"),
@@ -288,8 +294,8 @@ void begin_second_pass(const MainModelPlan& p, const std::string& second_dir) {
       if (ec) throw Error(cat(kept, ": cannot keep the first run's metrics: ", ec.message()));
     }
     const std::string early = p.staged(p.early);
-    for (const std::string& f : {early, fs::path(early).replace_extension(".peak.h5").string(),
-                                 p.staged(p.early_info), config_sidecar_path(early)})
+    for (const std::string& f :
+         {early, early_peak_copy(early), p.staged(p.early_info), config_sidecar_path(early)})
       fs::remove(f, ec);
   });
 }
@@ -321,37 +327,34 @@ std::unique_ptr<MainModelPass> train_main_model(const MainModelPlan& p, TrainOpt
               "memorisation: one run, with the cross-entropy");
   const std::string second_dir = second_pass_dir(ckpt_dir);
   Json first_pass = second_pass_begun(p, opt, second_dir, resume);
-  if (auto_loss) opt.loss = first_pass.is_null() ? "cross_entropy" : "gce";
-  if (!first_pass.is_null()) {
-    // The second run's checkpoint, if it wrote one; else it starts (again).
-    std::string ck;
-    if (p.ctx.comm.is_root()) ck = latest_checkpoint(second_dir);
-    p.ctx.comm.bcast_string(ck);
-    if (ck.empty()) begin_second_pass(p, second_dir);
-    log::info(cat("pretrain.loss auto: the cross-entropy run memorised; ",
-                  ck.empty() ? "starting" : "resuming", " the second run, with gce (", second_dir,
-                  ")"));
-    auto pass = std::make_unique<MainModelPass>(p, opt, folds, second_dir, !ck.empty(), first_pass);
+  // The second run's newest checkpoint, where a resumed run had begun it.
+  std::string second_ck;
+  if (first_pass.is_null()) {
+    if (auto_loss) opt.loss = "cross_entropy";
+    auto pass = std::make_unique<MainModelPass>(p, opt, folds, ckpt_dir, resume, Json());
     r = pass->train();
-    r.elapsed_s += first_pass.value("elapsed_s", 0.0);  // the pretraining time, both runs
-    return pass;
+    if (!auto_loss || p.holdout <= 0 || !pass->early_model().run_memorised()) return pass;
+    first_pass = pass->early_model().verdict(opt.epochs);
+    first_pass["elapsed_s"] = r.elapsed_s;
+    log::info(cat("pretrain.loss auto: the cross-entropy run memorised its labels (train acc ",
+                  first_pass["train_acc"].get<double>(), " against the held-out peak ",
+                  first_pass["peak_acc"].get<double>(),
+                  "); training again with gce, whose models are kept (docs/detection.md)"));
+    pass.reset();  // its hooks and files are done with before the second run takes them
+    write_first_pass(p.ctx.comm, second_dir, p.set.run_id(), first_pass);
+  } else {
+    if (p.ctx.comm.is_root()) second_ck = latest_checkpoint(second_dir);
+    p.ctx.comm.bcast_string(second_ck);
+    log::info(cat("pretrain.loss auto: the cross-entropy run memorised; ",
+                  second_ck.empty() ? "starting" : "resuming", " the second run, with gce (",
+                  second_dir, ")"));
   }
-  auto pass = std::make_unique<MainModelPass>(p, opt, folds, ckpt_dir, resume, Json());
-  r = pass->train();
-  if (!auto_loss || p.holdout <= 0 || !pass->early_model().run_memorised()) return pass;
-  first_pass = pass->early_model().verdict(opt.epochs);
-  first_pass["elapsed_s"] = r.elapsed_s;
-  log::info(cat("pretrain.loss auto: the cross-entropy run memorised its labels (train acc ",
-                first_pass["train_acc"].get<double>(), " against the held-out peak ",
-                first_pass["peak_acc"].get<double>(),
-                "); training again with gce, whose models are kept (docs/detection.md)"));
-  pass.reset();  // its hooks and files are done with before the second run takes them
-  write_first_pass(p.ctx.comm, second_dir, p.set.run_id(), first_pass);
-  begin_second_pass(p, second_dir);
+  if (second_ck.empty()) begin_second_pass(p, second_dir);
   opt.loss = "gce";
-  pass = std::make_unique<MainModelPass>(p, opt, folds, second_dir, false, first_pass);
+  auto pass =
+      std::make_unique<MainModelPass>(p, opt, folds, second_dir, !second_ck.empty(), first_pass);
   r = pass->train();
-  r.elapsed_s += first_pass["elapsed_s"].get<double>();  // the pretraining time, both runs
+  r.elapsed_s += first_pass.value("elapsed_s", 0.0);  // the pretraining time, both runs
   return pass;
 }
 
@@ -385,9 +388,9 @@ void pretrain_main(ToolContext& ctx) {
   check_resolved_config_path(config_sidecar_path(output));
   const double holdout = ctx.cfg.get_float("pretrain.holdout");
   // The early model sits next to the final one whatever --output says (model_early.h5).
-  const std::string early =
-      (fs::path(dir) / (fs::path(output).stem().string() + "_early.h5")).string();
-  const std::string early_info = early.substr(0, early.size() - 3) + ".json";
+  const std::string stem = fs::path(output).stem().string();
+  const std::string early = early_model_path(dir, stem, ".h5");
+  const std::string early_info = early_model_path(dir, stem, ".json");
   if (!resume) check_output_path(early, ctx.overwrite, schema::kModel, {dataset});
   check_resolved_config_path(config_sidecar_path(early));
   // The run's outputs form one set, written to a staging directory and committed together
@@ -396,7 +399,6 @@ void pretrain_main(ToolContext& ctx) {
   // Cross-fitting's files (train/crossfit.hpp) join the set; so do those of a committed set
   // with more folds, which this run removes rather than leaves beside a model they do not fit.
   const int folds = int(ctx.cfg.get_int("pretrain.folds"));
-  const std::string stem = fs::path(output).stem().string();
   std::vector<std::string> members =
       fold_members(stem, std::max(folds, ctx.comm.is_root() ? existing_folds(dir, stem) : 0));
   for (const std::string& m :
