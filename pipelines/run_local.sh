@@ -1,11 +1,16 @@
 #!/usr/bin/env bash
 # Run the whole Sieve pipeline on this machine, every stage under mpirun.
 #
-#   pipelines/run_local.sh CONFIG.yaml [MORE.yaml ...] [--np N] [--from STAGE] [--only STAGE]
+#   pipelines/run_local.sh CONFIG.yaml [MORE.yaml ...] [--np N] [--ranks-per-run R]
+#                          [--from STAGE] [--only STAGE]
 #                          [--force] [--set key=value ...]
 #
 #   CONFIG.yaml   the pipeline config; further files are layered on top (e.g. a sweep grid)
 #   --np N        MPI ranks per stage (default 2)
+#   --ranks-per-run R
+#                 ranks that train each sweep run together (default 1: the runs are
+#                 independent, so N/R of them train at once, each without gradient exchange;
+#                 N: each run data-parallel over all ranks, as a Slurm array task does)
 #   --from STAGE  run STAGE and every later stage (the outputs of earlier stages must exist)
 #   --only STAGE  run just STAGE
 #   --force       run every stage, even those whose outputs are current
@@ -25,13 +30,15 @@ here="$(cd "$(dirname "$0")" && pwd)"
 . "$here/../scripts/env.sh"
 . "$here/stages.sh"
 
-usage() { sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,27p' "$0" | sed 's/^# \{0,1\}//'; }
 need_value() { [ $# -ge 2 ] || { echo "run_local: $1 needs a value (see --help)" >&2; exit 2; }; }
-cfg=() np=2 from="" only="" sets=() force=0
+cfg=() np=2 per_run=1 from="" only="" sets=() force=0
 while [ $# -gt 0 ]; do
   case "$1" in
     --np) need_value "$@"; np="$2"; shift 2
           [[ "$np" =~ ^[1-9][0-9]*$ ]] || { echo "run_local: --np '$np': expected a positive whole number of ranks" >&2; exit 2; } ;;
+    --ranks-per-run) need_value "$@"; per_run="$2"; shift 2
+          [[ "$per_run" =~ ^[1-9][0-9]*$ ]] || { echo "run_local: --ranks-per-run '$per_run': expected a positive whole number of ranks" >&2; exit 2; } ;;
     --from) need_value "$@"; from="$2"; shift 2 ;;
     --only) need_value "$@"; only="$2"; shift 2 ;;
     --force) force=1; shift ;;
@@ -43,6 +50,7 @@ while [ $# -gt 0 ]; do
   esac
 done
 [ ${#cfg[@]} -gt 0 ] || { usage >&2; exit 2; }
+[ $((np % per_run)) -eq 0 ] || { echo "run_local: --ranks-per-run $per_run: expected a divisor of --np $np" >&2; exit 2; }
 for s in $from $only; do
   [[ " ${SIEVE_STAGES[*]} " == *" $s "* ]] || { echo "run_local: unknown stage '$s' (stages: ${SIEVE_STAGES[*]})" >&2; exit 2; }
 done
@@ -177,8 +185,9 @@ for stage in "${SIEVE_STAGES[@]}"; do
     echo "run_local: [$stage] $sweep_n sweep runs" | tee -a "$log"
     # One process for the whole grid: no MPI start-up and initialisation per run (about 3 s
     # each on 2 cores, a third of a quickstart run); Slurm runs them as an array instead.
+    # Groups of --ranks-per-run ranks train different runs at once (docs/training.md).
     run_stage_cmd "$stage" "$log" "${mpirun_cmd[@]}" "$tool" "${cfg[@]}" "${sets[@]}" \
-      --sweep-index "0-$((sweep_n - 1))" "${mode[@]}"
+      --sweep-index "0-$((sweep_n - 1))" --ranks-per-run "$per_run" "${mode[@]}"
   else
     run_stage_cmd "$stage" "$log" "${mpirun_cmd[@]}" "$tool" "${cfg[@]}" "${sets[@]}" "${mode[@]}"
   fi

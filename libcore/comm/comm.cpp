@@ -7,6 +7,19 @@
 
 namespace sieve {
 
+namespace {
+// A handle for a communicator this process creates (dup, split), freed with its last copy
+// unless MPI has already been finalized.
+std::shared_ptr<MPI_Comm> new_owned_comm() {
+  return std::shared_ptr<MPI_Comm>(new MPI_Comm(MPI_COMM_NULL), [](MPI_Comm* c) {
+    int finalized = 0;
+    MPI_Finalized(&finalized);
+    if (!finalized && *c != MPI_COMM_NULL) MPI_Comm_free(c);  // a destructor cannot throw
+    delete c;
+  });
+}
+}  // namespace
+
 Comm Comm::world() {
   return Comm(MPI_COMM_WORLD);
 }
@@ -24,17 +37,21 @@ Comm::Comm(std::shared_ptr<fake::World> world, int rank)
 
 Comm Comm::dup() const {
   if (fake_) return Comm(fake_->dup(rank_), rank_);
-  auto owned = std::shared_ptr<MPI_Comm>(new MPI_Comm(MPI_COMM_NULL), [](MPI_Comm* c) {
-    int finalized = 0;
-    MPI_Finalized(&finalized);
-    if (!finalized && *c != MPI_COMM_NULL) MPI_Comm_free(c);  // a destructor cannot throw
-    delete c;
-  });
+  std::shared_ptr<MPI_Comm> owned = new_owned_comm();
   SIEVE_MPI_CHECK(MPI_Comm_dup(comm_, owned.get()));
   Comm d = *this;  // same ranks and node placement: no second split needed
   d.comm_ = *owned;
   d.owned_ = std::move(owned);
   return d;
+}
+
+Comm Comm::split(int color) const {
+  if (fake_) throw Error("fake communicator: split is not supported");
+  std::shared_ptr<MPI_Comm> owned = new_owned_comm();
+  SIEVE_MPI_CHECK(MPI_Comm_split(comm_, color, rank_, owned.get()));
+  Comm part(*owned);  // its own ranks and node placement
+  part.owned_ = std::move(owned);
+  return part;
 }
 
 Comm::Comm(MPI_Comm comm) : comm_(comm) {

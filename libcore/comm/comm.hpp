@@ -96,6 +96,10 @@ class Comm {
   // A private duplicate (collective): its messages never match those on this communicator.
   // Freed when its last copy goes.
   Comm dup() const;
+  // The ranks of this communicator that pass the same `color`, as their own communicator
+  // (collective), ranked in this one's order: groups that work apart (train_scaled
+  // --ranks-per-run). Freed when its last copy goes. Not for the fake world.
+  Comm split(int color) const;
 
   int rank() const { return rank_; }
   int size() const { return size_; }

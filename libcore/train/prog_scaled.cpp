@@ -37,6 +37,11 @@ void add_scaled_flags(po::options_description& d) {
       "sweep-index", po::value<std::string>(),
       "which runs of the scaled.sweep grid: N, A-B (inclusive) or all, run one after the "
       "other in this process (default: $SLURM_ARRAY_TASK_ID, or 0 for a one-run grid)")(
+      "ranks-per-run", po::value<int>(),
+      "how many of the job's ranks train each run together (default: all); fewer split the job "
+      "into groups that train different runs of --sweep-index at once, e.g. mpirun -n 8 with "
+      "--ranks-per-run 2: four runs at a time. Must divide the job's ranks. A run's result "
+      "depends on its ranks (batch norm sees each rank's part of the batch)")(
       "list-sweep", "print the sweep table (index and values) to stdout and exit")(
       "sweep-size", "print the number of sweep runs to stdout and exit")(
       "resume",
@@ -46,7 +51,10 @@ void add_scaled_flags(po::options_description& d) {
 
 std::vector<int64_t> parse_sweep_indices(const std::string& text, int64_t size);
 void run_sweep_point(ToolContext& ctx, const Sweep& sweep, int64_t index);
-void check_sweep_batches(const ToolContext& ctx, const Sweep& sweep);
+void check_sweep_batches(const ToolContext& ctx, const Sweep& sweep, int ranks_per_run);
+int ranks_per_run(const ToolContext& ctx);
+void run_sweep_points(ToolContext& ctx, const Sweep& sweep, const std::vector<int64_t>& indices,
+                      int per_run);
 
 void train_scaled_main(ToolContext& ctx) {
   Sweep sweep(ctx.cfg);
@@ -69,8 +77,53 @@ void train_scaled_main(ToolContext& ctx) {
   }
   // The whole grid, whichever part this process runs: every task of a Slurm array refuses
   // the same bad grid before any training, instead of one task failing hours in.
-  check_sweep_batches(ctx, sweep);
-  for (int64_t index : indices) run_sweep_point(ctx, sweep, index);
+  const int per_run = ranks_per_run(ctx);
+  check_sweep_batches(ctx, sweep, per_run);
+  run_sweep_points(ctx, sweep, indices, per_run);
+}
+
+// --ranks-per-run: how many of the job's ranks train one run together (default: all).
+int ranks_per_run(const ToolContext& ctx) {
+  const int ranks = ctx.comm.size();
+  if (!ctx.has_flag("ranks-per-run")) return ranks;
+  const int r = ctx.flags["ranks-per-run"].as<int>();
+  if (r < 1 || ranks % r != 0)
+    throw UsageError(cat("--ranks-per-run ", r, ": expected a divisor of the job's ", ranks,
+                         " rank(s), from 1 to ", ranks));
+  return r;
+}
+
+// The runs `indices` on groups of `per_run` ranks, each group its runs one after the other:
+// group g of the size / per_run groups trains the g-th, (g + groups)-th, ... run of the
+// list, so that every group gets the same mix of batches and arms (the grid varies its last
+// key fastest) and which group trains a run does not depend on timing. One group is the
+// whole job. Small runs gain most: a run on one rank has no gradient exchange and a larger
+// batch per rank (docs/training.md). A stop signal reaches every rank: each group
+// checkpoints its run in progress, and the job exits for requeue once every group has
+// stopped or finished its runs.
+void run_sweep_points(ToolContext& ctx, const Sweep& sweep, const std::vector<int64_t>& indices,
+                      int per_run) {
+  const int groups = ctx.comm.size() / per_run;
+  const int group = ctx.comm.rank() / per_run;
+  ToolContext own = ctx;
+  if (groups > 1) {
+    own.comm = ctx.comm.split(group);
+    log::info(cat(indices.size(), " sweep run(s) on ", groups, " groups of ", per_run,
+                  " rank(s): ", groups, " runs at a time (--ranks-per-run ", per_run, ")"));
+  }
+  std::optional<std::string> stopped_at;
+  for (size_t i = size_t(group); i < indices.size() && !stopped_at; i += size_t(groups)) {
+    std::optional<log::GroupScope> voice;
+    if (groups > 1) voice.emplace(own.comm.is_root(), cat("run ", indices[i], ": "));
+    try {
+      run_sweep_point(own, sweep, indices[i]);
+    } catch (const StopRequested& s) {
+      stopped_at = s.checkpoint;
+      if (groups > 1) log::info(cat("stop signal: checkpoint ", s.checkpoint, " written"));
+    }
+  }
+  if (ctx.comm.allreduce_max(stopped_at ? 1 : 0) > 0)
+    exit_for_requeue(ctx.comm, groups > 1 ? std::string("of every run in progress") : *stopped_at);
 }
 
 // "N", "A-B" (inclusive) or "all" -> indices into a grid of `size` runs.
@@ -102,7 +155,7 @@ std::vector<int64_t> parse_sweep_indices(const std::string& text, int64_t size) 
 
 // Every (global batch, arm) of the grid must fit the samples that arm trains on: a batch
 // larger than the arm's data would train at another batch than its row in the report says.
-void check_sweep_batches(const ToolContext& ctx, const Sweep& sweep) {
+void check_sweep_batches(const ToolContext& ctx, const Sweep& sweep, int ranks_per_run) {
   std::map<std::string, int64_t> arm_samples;  // arm -> training samples
   std::unique_ptr<data::DatasetFile> ds;
   std::vector<int64_t> ids;
@@ -111,7 +164,7 @@ void check_sweep_batches(const ToolContext& ctx, const Sweep& sweep) {
   for (int64_t i = 0; i < sweep.size(); ++i) {
     Config cfg = sweep.apply(ctx.cfg, i);
     const int64_t batch = cfg.get_int("scaled.global_batch");
-    if (uneven < 0 && batch % ctx.comm.size() != 0) uneven = batch;
+    if (uneven < 0 && batch % ranks_per_run != 0) uneven = batch;
     const RunPaths rp = run_paths(cfg);
     const std::string arm = cfg.get_string("scaled.arm");
     if (!arm_samples.count(arm)) {
@@ -133,7 +186,7 @@ void check_sweep_batches(const ToolContext& ctx, const Sweep& sweep) {
                        cat("scaled.global_batch (sweep run ", i, ", arm ", arm, ")"),
                        cat("the ", arm, " arm's training samples"));
   }
-  if (uneven > 0) warn_uneven_split(uneven, ctx.comm.size(), "scaled.global_batch");
+  if (uneven > 0) warn_uneven_split(uneven, ranks_per_run, "scaled.global_batch");
 }
 
 // One point of the sweep grid: train it and write run-<index>/result.json.
@@ -190,10 +243,9 @@ PointOutcome train_point(ToolContext& ctx, const TrainOptions& opt, const TrainI
   // A diverged run is a result of the sweep, not a failed task: it is recorded in
   // result.json ("diverged": true) and the program exits 0, so that one bad learning rate
   // does not stop the Slurm afterok chain before the report, which marks the run.
+  // A stop signal (StopRequested) goes up to run_sweep_points.
   try {
     o.r = trainer.run(resume);
-  } catch (const StopRequested& s) {
-    exit_for_requeue(ctx.comm, s.checkpoint);
   } catch (const Diverged& d) {
     o.diverged = true;
     o.diverged_step = d.step;

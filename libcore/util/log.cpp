@@ -8,11 +8,25 @@ namespace {
 int g_rank = 0;
 int g_size = 1;
 std::string g_tool = "sieve";
+bool g_speaks = true;  // whether info and warn print on this rank
+std::string g_prefix;  // before each info and warn message (GroupScope)
 }  // namespace
 
 void set_rank(int rank, int size) {
   g_rank = rank;
   g_size = size;
+  g_speaks = rank == 0;
+}
+
+GroupScope::GroupScope(bool group_root, std::string prefix)
+    : saved_speaks_(g_speaks), saved_prefix_(std::move(g_prefix)) {
+  g_speaks = group_root;
+  g_prefix = std::move(prefix);
+}
+
+GroupScope::~GroupScope() {
+  g_speaks = saved_speaks_;
+  g_prefix = std::move(saved_prefix_);
 }
 int rank() { return g_rank; }
 bool is_root() { return g_rank == 0; }
@@ -20,14 +34,14 @@ void set_tool_name(const std::string& name) { g_tool = name; }
 const std::string& tool_name() { return g_tool; }
 
 void info(const std::string& msg) {
-  if (g_rank != 0) return;
-  std::fprintf(stderr, "%s: %s\n", g_tool.c_str(), msg.c_str());
+  if (!g_speaks) return;
+  std::fprintf(stderr, "%s: %s%s\n", g_tool.c_str(), g_prefix.c_str(), msg.c_str());
   std::fflush(stderr);
 }
 
 void warn(const std::string& msg) {
-  if (g_rank != 0) return;
-  std::fprintf(stderr, "%s: warning: %s\n", g_tool.c_str(), msg.c_str());
+  if (!g_speaks) return;
+  std::fprintf(stderr, "%s: %swarning: %s\n", g_tool.c_str(), g_prefix.c_str(), msg.c_str());
   std::fflush(stderr);
 }
 

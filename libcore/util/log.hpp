@@ -18,7 +18,23 @@ bool is_root();
 void set_tool_name(const std::string& name);
 const std::string& tool_name();
 
-// "tool: message" on rank 0.
+// While it lives, a group of ranks that works apart from the others (train_scaled
+// --ranks-per-run: groups that train different sweep runs at once) speaks for itself: info
+// and warn print on the group's first rank instead of rank 0, each message after `prefix`
+// ("run 5: "), so that every group's progress shows and names its run. Restores on exit.
+class GroupScope {
+ public:
+  GroupScope(bool group_root, std::string prefix);
+  ~GroupScope();
+  GroupScope(const GroupScope&) = delete;
+  GroupScope& operator=(const GroupScope&) = delete;
+
+ private:
+  bool saved_speaks_;
+  std::string saved_prefix_;
+};
+
+// "tool: message" on rank 0 (or the first rank of a GroupScope's group).
 void info(const std::string& msg);
 // "tool: warning: message" on rank 0.
 void warn(const std::string& msg);

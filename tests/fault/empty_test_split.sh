@@ -4,9 +4,7 @@
 # shows "n/a" there. Before the fix gen_gap was 0.0 and the report printed "gen. gap %
 # 0.00" next to no test accuracy at all. (issue 26, defect 9)
 . "${SIEVE_SOURCE_DIR:?}/tests/fault/fault_common.bash"
-for t in train_scaled report; do
-  [ -x "$TOOLS/$t" ] || { echo "SKIP: $TOOLS/$t not built" >&2; exit 77; }
-done
+need_tools train_scaled report
 command -v gnuplot >/dev/null || { echo "SKIP: gnuplot not installed" >&2; exit 77; }
 
 dir="$(scratch empty_test_split)"

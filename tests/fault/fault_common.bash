@@ -8,9 +8,14 @@ export OMP_NUM_THREADS=1
 CONFIG="$root/configs/tiny.yaml"
 PY=/usr/bin/python3
 TOOLS="$SIEVE_BUILD_DIR/tools"
-for t in shard_dataset pretrain extract_features reduce_dims; do
-  [ -x "$TOOLS/$t" ] || { echo "SKIP: $TOOLS/$t not built" >&2; exit 77; }
-done
+# need_tools TOOL...: skip the test (exit 77) unless every tool is built.
+need_tools() {
+  local t
+  for t in "$@"; do
+    [ -x "$TOOLS/$t" ] || { echo "SKIP: $TOOLS/$t not built" >&2; exit 77; }
+  done
+}
+need_tools shard_dataset pretrain extract_features reduce_dims
 
 fail() { echo "FAIL: $*" >&2; exit 1; }
 
@@ -27,6 +32,24 @@ make_dataset() {
   mkdir -p "$1"
   "$TOOLS/shard_dataset" --config "$CONFIG" --set run.dir="$1" >"$1/shard.log" 2>&1 ||
     { cat "$1/shard.log"; fail "shard_dataset failed"; }
+}
+
+# run_stage DIR LOG TOOL ARGS...: one tool on one rank with run.dir=DIR, its output in
+# DIR/LOG.log (shown when it fails).
+run_stage() {
+  local dir="$1" log="$1/$2.log" tool="$3"
+  shift 3
+  "$TOOLS/$tool" --config "$CONFIG" --set run.dir="$dir" "$@" >"$log" 2>&1 ||
+    { cat "$log"; fail "$tool $* failed"; }
+}
+
+# make_filter DIR: DIR/filter.h5 for the sweep's filtered and random arms, from the dataset
+# in DIR (1 pretraining epoch is enough), and the stages before it.
+make_filter() {
+  run_stage "$1" pretrain pretrain --set pretrain.epochs=1 --set pretrain.holdout=0
+  run_stage "$1" features extract_features
+  run_stage "$1" embed reduce_dims
+  run_stage "$1" filter cluster_filter
 }
 
 # Config overrides shared by every training run of one test, so that runs are comparable.

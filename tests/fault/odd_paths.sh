@@ -5,9 +5,7 @@
 # `sh -c "cd '<dir>' && gnuplot ..."`, so the quote broke it and $(touch PWNED) ran.
 # (issue 26, defect 1)
 . "${SIEVE_SOURCE_DIR:?}/tests/fault/fault_common.bash"
-for t in cluster_filter train_scaled report; do
-  [ -x "$TOOLS/$t" ] || { echo "SKIP: $TOOLS/$t not built" >&2; exit 77; }
-done
+need_tools cluster_filter train_scaled report
 command -v gnuplot >/dev/null || { echo "SKIP: gnuplot not installed" >&2; exit 77; }
 
 base="$(scratch odd_paths)"

@@ -6,22 +6,11 @@
 # used nowhere; and train_scaled --resume re-runs a result of another grid instead of
 # skipping it as finished.
 . "$SIEVE_SOURCE_DIR/tests/fault/fault_common.bash"
-for t in cluster_filter train_scaled report; do
-  [ -x "$TOOLS/$t" ] || { echo "SKIP: $TOOLS/$t not built" >&2; exit 77; }
-done
+need_tools cluster_filter train_scaled report
 dir="$(scratch stale_sweep)"
 make_dataset "$dir"
-run() {  # LOG TOOL ARGS...: one stage on one rank, its log shown when it fails
-  local log="$dir/$1.log" tool="$2"
-  shift 2
-  "$TOOLS/$tool" --config "$CONFIG" --set run.dir="$dir" "$@" >"$log" 2>&1 ||
-    { cat "$log"; fail "$tool $* failed"; }
-}
-# The filter the filtered arm trains on (1 pretraining epoch is enough).
-run pretrain pretrain --set pretrain.epochs=1 --set pretrain.holdout=0
-run features extract_features
-run embed reduce_dims
-run filter cluster_filter
+run() { run_stage "$dir" "$@"; }  # LOG TOOL ARGS...
+make_filter "$dir"
 old=(--set scaled.epochs=1 --set 'scaled.sweep={global_batch: [16], arm: [full, filtered]}')
 new=(--set scaled.epochs=2 --set 'scaled.sweep={global_batch: [16], arm: [full]}')
 run sweep_old train_scaled "${old[@]}" --sweep-index 0-1

@@ -151,3 +151,20 @@ TEST(Comm, DupIsAPrivateChannelWithTheSameRanks) {
   EXPECT_EQ(got_dup, 1000 + (r - 1 + p) % p);
   EXPECT_EQ(Comm::self().size(), 1);
 }
+
+TEST(Comm, SplitGroupsRanksByColourInTheirOrder) {
+  const Comm c = Comm::world();
+  const int r = c.rank(), p = c.size();
+  // Colour by parity: group 0 holds the even ranks, group 1 the odd ones (np 3: 2 and 1).
+  const Comm g = c.split(r % 2);
+  const int expected_size = r % 2 == 0 ? (p + 1) / 2 : p / 2;
+  EXPECT_EQ(g.size(), expected_size);
+  EXPECT_EQ(g.rank(), r / 2);
+  EXPECT_EQ(g.is_root(), r < 2);
+  // A reduction stays inside the group: the sum of the world ranks of its members.
+  int expected_sum = 0;
+  for (int q = r % 2; q < p; q += 2) expected_sum += q;
+  EXPECT_EQ(g.allreduce_sum(r), expected_sum);
+  // Node placement is the group's own (one node here: every member is local).
+  EXPECT_EQ(g.local_size(), g.size());
+}
