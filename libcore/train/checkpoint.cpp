@@ -188,6 +188,21 @@ std::string latest_checkpoint(const std::string& dir) {
   return "";
 }
 
+std::string agreed_latest_checkpoint(const Comm& comm, const std::string& dir) {
+  std::string ck;
+  if (comm.is_root()) ck = latest_checkpoint(dir);
+  comm.bcast_string(ck);
+  return ck;
+}
+
+std::string agreed_checkpoint_run_id(const Comm& comm, const std::string& dir) {
+  std::string id;
+  if (comm.is_root())
+    if (const std::string ck = latest_checkpoint(dir); !ck.empty()) id = run_id_of(ck);
+  comm.bcast_string(id);
+  return id;
+}
+
 void prune_checkpoints(const std::string& dir, int64_t keep) {
   auto all = list_checkpoints(dir);
   for (size_t i = 0; i + size_t(keep) < all.size(); ++i) {

@@ -43,6 +43,11 @@ TrainState load_checkpoint(const std::string& path, nn::Model& model, SgdOptimiz
 std::string checkpoint_name(const std::string& dir, int64_t step);
 // Newest complete checkpoint in `dir` ("" if none). Rank-local (call on one rank + bcast).
 std::string latest_checkpoint(const std::string& dir);
+// Collective: rank 0's latest_checkpoint(dir), the same on every rank (ranks may see a file
+// system mid-write differently; the run follows rank 0).
+std::string agreed_latest_checkpoint(const Comm& comm, const std::string& dir);
+// Collective: the run id (io/output_set.hpp) of that checkpoint, "" without one.
+std::string agreed_checkpoint_run_id(const Comm& comm, const std::string& dir);
 // Remove all but the newest `keep` checkpoints (rank-local).
 void prune_checkpoints(const std::string& dir, int64_t keep);
 

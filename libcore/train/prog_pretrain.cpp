@@ -125,10 +125,7 @@ void pretrain_fold(ToolContext& ctx, int k) {
   OutputSet set(ctx.comm, cat("pretrain-fold", k), dir, fold_files(stem, k));
   // A requeued task continues its checkpoints only when they are of this run.
   const std::string ckpt = plan.checkpoint_dir(k);
-  std::string ckpt_run;
-  if (ctx.comm.is_root())
-    if (const std::string ck = latest_checkpoint(ckpt); !ck.empty()) ckpt_run = run_id_of(ck);
-  ctx.comm.bcast_string(ckpt_run);
+  const std::string ckpt_run = agreed_checkpoint_run_id(ctx.comm, ckpt);
   const bool resume = ctx.has_flag("resume") && ckpt_run == run_id;
   const bool stale = ctx.has_flag("resume") && !ckpt_run.empty() && !resume;
   if (stale)
@@ -343,8 +340,7 @@ std::unique_ptr<MainModelPass> train_main_model(const MainModelPlan& p, TrainOpt
     pass.reset();  // its hooks and files are done with before the second run takes them
     write_first_pass(p.ctx.comm, second_dir, p.set.run_id(), first_pass);
   } else {
-    if (p.ctx.comm.is_root()) second_ck = latest_checkpoint(second_dir);
-    p.ctx.comm.bcast_string(second_ck);
+    second_ck = agreed_latest_checkpoint(p.ctx.comm, second_dir);
     log::info(cat("pretrain.loss auto: the cross-entropy run memorised; ",
                   second_ck.empty() ? "starting" : "resuming", " the second run, with gce (",
                   second_dir, ")"));
@@ -429,10 +425,7 @@ void pretrain_main(ToolContext& ctx) {
   warn_uneven_split(opt.global_batch, ctx.comm.size(), "pretrain.global_batch");
   // A resumed run continues the run of its checkpoint (and that run's staged outputs); a
   // fresh one starts a new set, which replaces the whole previous set only when it is done.
-  std::string resume_id;
-  if (resume && ctx.comm.is_root())
-    if (const std::string ck = latest_checkpoint(ckpt_dir); !ck.empty()) resume_id = run_id_of(ck);
-  ctx.comm.bcast_string(resume_id);
+  const std::string resume_id = resume ? agreed_checkpoint_run_id(ctx.comm, ckpt_dir) : "";
   set.begin(resume_id);
   const MainModelPlan plan{ctx,   data,   split, holdout, set, output, early, early_info,
                            from, {from.inputs, from.dataset_fingerprint, "early"}};

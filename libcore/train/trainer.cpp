@@ -294,10 +294,7 @@ TrainState Trainer::Loop::restore(bool resume) {
   st.seed = o_.seed;
   st.global_batch = batch_;
   st.loader = t_.source_->describe();
-  if (resume) {
-    if (comm_.is_root()) resumed_from_ = latest_checkpoint(t_.ckpt_dir_);
-    comm_.bcast_string(resumed_from_);
-  }
+  if (resume) resumed_from_ = agreed_latest_checkpoint(comm_, t_.ckpt_dir_);
   const std::string& from = resumed_from_;
   if (from.empty()) {
     if (resume)
@@ -408,9 +405,7 @@ void Trainer::Loop::reduce_gradients(StepStats& stats) {
 }
 
 void Trainer::Loop::diverge(int64_t e, const StepStats& stats) {
-  std::string last;
-  if (comm_.is_root()) last = latest_checkpoint(t_.ckpt_dir_);
-  comm_.bcast_string(last);
+  const std::string last = agreed_latest_checkpoint(comm_, t_.ckpt_dir_);
   res_.steps = st_.step;
   res_.elapsed_s = now_s() - t0_;
   throw Diverged(cat("divergence at step ", st_.step, " (epoch ", e + 1,
