@@ -10,6 +10,7 @@
 
 #include "report/results.hpp"
 #include "report/sections.hpp"
+#include "util/log.hpp"
 
 namespace sieve::report {
 
@@ -172,6 +173,34 @@ void accuracy_figures(SectionContext& c, const ResultsAnalysis& a) {
                {"data/accuracy_vs_batch.csv"}, "fig-gap");
 }
 
+// How many ranks the runs trained on: a run's result depends on it (batch norm normalises
+// over each rank's share of the batch; train_scaled --ranks-per-run), so the report says it.
+std::map<int64_t, int64_t> runs_per_rank_count(const std::vector<RunResult>& runs) {
+  std::map<int64_t, int64_t> n;
+  for (const RunResult& r : runs) ++n[r.ranks];
+  return n;
+}
+
+std::string describe_run_ranks(const std::vector<RunResult>& runs) {
+  const auto n = runs_per_rank_count(runs);
+  if (n.size() == 1)
+    return cat("each trained on ", n.begin()->first, " rank(s) (per-rank batch = global / ",
+               n.begin()->first, ")");
+  std::string parts;
+  for (auto& [ranks, count] : n) parts += cat(parts.empty() ? "" : ", ", count, " on ", ranks);
+  return cat("trained on different numbers of ranks (", parts, ")");
+}
+
+// Runs of different rank counts are not the same runs: a warning where the sweep mixes them
+// (e.g. a --resume with another --ranks-per-run kept the finished runs).
+std::string mixed_ranks_warning(const std::vector<RunResult>& runs) {
+  if (runs_per_rank_count(runs).size() < 2) return "";
+  return "the sweep's runs trained on different numbers of ranks: batch norm normalises over "
+         "each rank's share of the batch, so a run's accuracy depends on its ranks and the arms "
+         "compared here may differ by that too (runs.csv: ranks); rerun the sweep with one "
+         "--ranks-per-run (train_scaled --overwrite) to compare like with like";
+}
+
 }  // namespace
 
 void section_accuracy(SectionContext& c) {
@@ -186,12 +215,16 @@ void section_accuracy(SectionContext& c) {
   const ResultsAnalysis a = analyze_results(runs);
 
   // The verdicts first: what the intervals say, per batch.
-  c.doc.paragraph(cat(
-      runs.size(), " runs read from ", c.data.sweep_dir,
-      ". Per global batch, the paired difference of final test accuracy (filtered minus the "
-      "other arm, in percentage points, over the seeds run in both arms) with its 95 % "
-      "Student-t interval: filtering helped or hurt only where the whole interval lies above "
-      "or below 0."));
+  c.doc.paragraph(
+      cat(runs.size(), " runs read from ", c.data.sweep_dir, ", ", describe_run_ranks(runs),
+          ". Per global batch, the paired difference of final test accuracy (filtered minus the "
+          "other arm, in percentage points, over the seeds run in both arms) with its 95 % "
+          "Student-t interval: filtering helped or hurt only where the whole interval lies above "
+          "or below 0."));
+  if (std::string mixed = mixed_ranks_warning(runs); !mixed.empty()) {
+    log::warn(mixed);
+    c.doc.note(mixed);
+  }
   std::vector<std::string> heads;
   for (auto& b : a.batches) heads.push_back(b.headline);
   c.doc.bullets(heads);

@@ -588,3 +588,40 @@ TEST(ReportTool, ResultsOfAnEarlierGridAreListedNotPooled) {
   EXPECT_EQ(runs[1][1], "full");
   EXPECT_EQ(md2.find("filtered − full ="), std::string::npos) << md2;
 }
+
+// A run's accuracy depends on its ranks (batch norm sees each rank's share of the batch;
+// train_scaled --ranks-per-run): the report says how many the runs had, and warns once where
+// a sweep mixes rank counts.
+TEST(ReportTool, SaysTheRunsRanksAndWarnsWhereTheyDiffer) {
+  std::string dir = make_run("ranks");  // ranks 1 (batch 16), 2 and 4 (batch 64)
+  std::string out;
+  ASSERT_EQ(run_report(dir, "", &out), 0) << out;
+  std::string md = slurp(dir + "/report/index.md");
+  EXPECT_NE(md.find("12 runs read from " + dir +
+                    "/sweep, trained on different numbers of ranks "
+                    "(6 on 1, 3 on 2, 3 on 4)"),
+            std::string::npos)
+      << md;
+  const std::string warning = "the sweep's runs trained on different numbers of ranks";
+  EXPECT_NE(md.find(warning), std::string::npos) << md;
+  size_t lines = 0;
+  for (size_t at = out.find(warning); at != std::string::npos; at = out.find(warning, at + 1))
+    ++lines;
+  EXPECT_EQ(lines, 1u) << out;
+
+  // Every run on 2 ranks: said once, no warning.
+  for (const auto& e : fs::directory_iterator(dir + "/sweep")) {
+    Json j = Json::parse(slurp(e.path().string() + "/result.json"));
+    j["ranks"] = 2;
+    j["per_rank_batch"] = j["global_batch"].get<int64_t>() / 2;
+    std::ofstream(e.path().string() + "/result.json") << j.dump(2);
+  }
+  ASSERT_EQ(run_report(dir, "--overwrite", &out), 0) << out;
+  md = slurp(dir + "/report/index.md");
+  EXPECT_NE(md.find("12 runs read from " + dir +
+                    "/sweep, each trained on 2 rank(s) (per-rank batch = global / 2)"),
+            std::string::npos)
+      << md;
+  EXPECT_EQ(md.find(warning), std::string::npos) << md;
+  EXPECT_EQ(out.find(warning), std::string::npos) << out;
+}
