@@ -24,8 +24,8 @@
 #   never saw): the share of them for which it prefers the true label over the given one.
 # --oracle: per cell, what a detector ranking by this recipe's model could reach at best: the
 #   recipe trained on the CLEAN labels of every training sample with pretrain.folds=4, each
-#   sample scored out of fold by 1 - p(its given, noisy label), the top |truth| flagged: F1 and
-#   AP against the truth (unlike the ceiling, it counts the clean samples a model gets wrong).
+#   sample scored out of fold by 1 - p(its given, noisy label), the top |truth| flagged: F1, AP
+#   and AUROC against the truth (unlike the ceiling, it counts the clean samples a model gets wrong).
 # Output: DIR (default bench-out/detection)/<cell>/ (the run directory and logs) and
 # DIR/table.md. Needs the build (scripts/test.sh or cmake --build build) and the
 # dataset-fashion-mnist package for the fmnist cells. A cell whose stage fails gets a row
@@ -208,7 +208,11 @@ T = int(t.sum())
 tp = np.cumsum(t[order])
 ap = float((tp / np.arange(1, len(ids) + 1) * t[order]).sum() / T)
 wrong = float((p.argmax(1)[~t] != g[~t]).mean())
-print(f"| {sys.argv[3]} | {sys.argv[4]} | {T} | {2 * tp[T - 1] / (2 * T):.3f} | {ap:.3f} | {100 * wrong:.1f} % |")
+# AUROC: the chance that a flipped sample scores above a clean one (ties count half).
+from scipy.stats import rankdata
+r = rankdata(1 - p[np.arange(len(ids)), g])
+auroc = (r[t].sum() - T * (T + 1) / 2) / (T * (len(ids) - T))
+print(f"| {sys.argv[3]} | {sys.argv[4]} | {T} | {2 * tp[T - 1] / (2 * T):.3f} | {ap:.3f} | {auroc:.3f} | {100 * wrong:.1f} % |")
 EOF
 }
 
@@ -290,7 +294,7 @@ if [ -s "$out/ceiling.md" ]; then
   cat "$out/ceiling.md" >>"$out/table.md"
 fi
 if [ -s "$out/oracle.md" ]; then
-  printf '\n| data | noise | flipped | oracle F1 at the true count | oracle AP | clean samples the clean model gets wrong |\n|---|---|---|---|---|---|\n' >>"$out/table.md"
+  printf '\n| data | noise | flipped | oracle F1 at the true count | oracle AP | oracle AUROC | clean samples the clean model gets wrong |\n|---|---|---|---|---|---|---|\n' >>"$out/table.md"
   cat "$out/oracle.md" >>"$out/table.md"
 fi
 cat "$out/table.md"
