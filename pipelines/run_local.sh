@@ -10,7 +10,9 @@
 #   --ranks-per-run R
 #                 ranks that train each sweep run together (default 1: the runs are
 #                 independent, so N/R of them train at once, each without gradient exchange;
-#                 N: each run data-parallel over all ranks, as a Slurm array task does)
+#                 N: each run data-parallel over all ranks, as a Slurm array task does);
+#                 a run on fewer ranks holds more of its batch per rank: bound it with
+#                 scaled.micro_batch, or raise R, where a large batch would not fit
 #   --from STAGE  run STAGE and every later stage (the outputs of earlier stages must exist)
 #   --only STAGE  run just STAGE
 #   --force       run every stage, even those whose outputs are current
@@ -30,7 +32,7 @@ here="$(cd "$(dirname "$0")" && pwd)"
 . "$here/../scripts/env.sh"
 . "$here/stages.sh"
 
-usage() { sed -n '2,27p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,29p' "$0" | sed 's/^# \{0,1\}//'; }
 need_value() { [ $# -ge 2 ] || { echo "run_local: $1 needs a value (see --help)" >&2; exit 2; }; }
 cfg=() np=2 per_run=1 from="" only="" sets=() force=0
 while [ $# -gt 0 ]; do
