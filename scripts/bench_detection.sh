@@ -203,14 +203,15 @@ given = dict(zip(d["/train/sample_id"][:], d["/train/labels"][:]))
 ids, p = f["/train/sample_id"][:], f["/train/probs"][:]
 t = np.array([truth[i] for i in ids])
 g = np.array([given[i] for i in ids])
-order = np.argsort(-(1 - p[np.arange(len(ids)), g]), kind="stable")
+score = 1 - p[np.arange(len(ids)), g]
+order = np.argsort(-score, kind="stable")
 T = int(t.sum())
 tp = np.cumsum(t[order])
 ap = float((tp / np.arange(1, len(ids) + 1) * t[order]).sum() / T)
 wrong = float((p.argmax(1)[~t] != g[~t]).mean())
 # AUROC: the chance that a flipped sample scores above a clean one (ties count half).
 from scipy.stats import rankdata
-r = rankdata(1 - p[np.arange(len(ids)), g])
+r = rankdata(score)
 auroc = (r[t].sum() - T * (T + 1) / 2) / (T * (len(ids) - T))
 print(f"| {sys.argv[3]} | {sys.argv[4]} | {T} | {2 * tp[T - 1] / (2 * T):.3f} | {ap:.3f} | {auroc:.3f} | {100 * wrong:.1f} % |")
 EOF

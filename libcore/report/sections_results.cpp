@@ -181,8 +181,8 @@ std::map<int64_t, int64_t> runs_per_rank_count(const std::vector<RunResult>& run
   return n;
 }
 
-std::string describe_run_ranks(const std::vector<RunResult>& runs) {
-  const auto n = runs_per_rank_count(runs);
+// `n`: runs_per_rank_count.
+std::string describe_run_ranks(const std::map<int64_t, int64_t>& n) {
   if (n.size() == 1)
     return cat("each trained on ", n.begin()->first, " rank(s) (per-rank batch = global / ",
                n.begin()->first, ")");
@@ -192,9 +192,10 @@ std::string describe_run_ranks(const std::vector<RunResult>& runs) {
 }
 
 // Runs of different rank counts are not the same runs: a warning where the sweep mixes them
-// (e.g. a --resume with another --ranks-per-run kept the finished runs).
-std::string mixed_ranks_warning(const std::vector<RunResult>& runs) {
-  if (runs_per_rank_count(runs).size() < 2) return "";
+// (e.g. a --resume with another --ranks-per-run kept the finished runs). `n`:
+// runs_per_rank_count.
+std::string mixed_ranks_warning(const std::map<int64_t, int64_t>& n) {
+  if (n.size() < 2) return "";
   return "the sweep's runs trained on different numbers of ranks: batch norm normalises over "
          "each rank's share of the batch, so a run's accuracy depends on its ranks and the arms "
          "compared here may differ by that too (runs.csv: ranks); rerun the sweep with one "
@@ -215,13 +216,14 @@ void section_accuracy(SectionContext& c) {
   const ResultsAnalysis a = analyze_results(runs);
 
   // The verdicts first: what the intervals say, per batch.
+  const std::map<int64_t, int64_t> rank_counts = runs_per_rank_count(runs);
   c.doc.paragraph(
-      cat(runs.size(), " runs read from ", c.data.sweep_dir, ", ", describe_run_ranks(runs),
+      cat(runs.size(), " runs read from ", c.data.sweep_dir, ", ", describe_run_ranks(rank_counts),
           ". Per global batch, the paired difference of final test accuracy (filtered minus the "
           "other arm, in percentage points, over the seeds run in both arms) with its 95 % "
           "Student-t interval: filtering helped or hurt only where the whole interval lies above "
           "or below 0."));
-  if (std::string mixed = mixed_ranks_warning(runs); !mixed.empty()) {
+  if (std::string mixed = mixed_ranks_warning(rank_counts); !mixed.empty()) {
     log::warn(mixed);
     c.doc.note(mixed);
   }

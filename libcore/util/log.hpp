@@ -36,7 +36,7 @@ class GroupScope {
 
 // "tool: message" on rank 0 (or the first rank of a GroupScope's group).
 void info(const std::string& msg);
-// "tool: warning: message" on rank 0.
+// "tool: warning: message" on rank 0 (or the first rank of a GroupScope's group).
 void warn(const std::string& msg);
 // "tool: error: message" on the calling rank (errors are printed where they happen);
 // "[rank r]" before the message in a job of several ranks unless `with_rank` is false.
