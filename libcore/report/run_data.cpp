@@ -69,6 +69,8 @@ EarlyModelInfo load_early_model(const std::string& path) {
   e.peak_acc = num(j, "peak_acc", path, false);
   e.peak_epoch = num(j, "peak_epoch", path, false);
   e.train_acc = num(j, "train_acc", path, false);
+  e.guarded_epoch = num(j, "guarded_epoch", path, false);
+  e.guarded_train_acc = num(j, "guarded_train_acc", path, false);
   e.pick = text(j, "pick", path, e.pick);
   e.loss = text(j, "loss", path, e.loss);
   if (const Json* m = field(j, "memorised", path, false)) {
@@ -83,6 +85,8 @@ EarlyModelInfo load_early_model(const std::string& path) {
     e.first_train_acc = num(*f, "train_acc", where, true);
     e.first_peak_acc = num(*f, "peak_acc", where, true);
     e.first_elapsed_s = num(*f, "elapsed_s", where, false);
+    e.first_guarded_epoch = num(*f, "guarded_epoch", where, false);
+    e.first_guarded_train_acc = num(*f, "guarded_train_acc", where, false);
   }
   return e;
 }

@@ -144,12 +144,16 @@ struct FeaturesInfo {
 struct EarlyModelInfo {
   bool present = false;
   double epoch = kNaN, holdout_acc = kNaN, peak_acc = kNaN, peak_epoch = kNaN, train_acc = kNaN;
+  // Where the held-out accuracy last rose measurably (the guarded pick) and the training
+  // accuracy then: the memorisation test's second part (train/crossfit.hpp; NaN: not recorded).
+  double guarded_epoch = kNaN, guarded_train_acc = kNaN;
   std::string pick = "peak";           // peak or guarded
   std::string loss = "cross_entropy";  // pretrain.loss (files before the field: cross-entropy)
   int memorised = -1;                  // -1: not recorded (the run had not finished), 0, 1
   // pretrain.loss auto's first run, where it trained a second ("first_pass"): its last
   // training accuracy, held-out peak and pretraining seconds (NaN: no second run).
   double first_train_acc = kNaN, first_peak_acc = kNaN, first_elapsed_s = kNaN;
+  double first_guarded_epoch = kNaN, first_guarded_train_acc = kNaN;
 };
 
 struct RunData {

@@ -364,6 +364,19 @@ void section_throughput(SectionContext& c) {
 
 namespace {
 
+// The figures the memorisation test judged by (train/crossfit.hpp, memorised): the last
+// training accuracy against the held-out peak, and (where recorded: a negative training
+// accuracy is "not recorded") the training accuracy where the held-out curve last rose.
+std::string memorisation_figures(double train_acc, double peak_acc, double stall_epoch,
+                                 double stall_train_acc) {
+  std::string f = cat(" (last training accuracy ", pct(train_acc), " % against the held-out peak ",
+                      pct(peak_acc), " %");
+  if (!std::isnan(stall_epoch) && !std::isnan(stall_train_acc) && stall_train_acc >= 0)
+    f += cat("; ", pct(stall_train_acc), " % at epoch ", fmt(stall_epoch),
+             ", where the held-out accuracy last rose measurably");
+  return f + ")";
+}
+
 // What the early-learning model (the features' source) was and whether the run memorised
 // its labels, from pretrain/model_early.json; where a cross-entropy run memorised, the advice
 // measured in docs/detection.md (thirteenth session).
@@ -381,9 +394,10 @@ void early_model_paragraph(SectionContext& c) {
   if (!std::isnan(e.first_train_acc))
     p +=
         cat(" It is the second pretraining of this run: the first, with the cross-entropy, "
-            "memorised its training labels (last training accuracy ",
-            pct(e.first_train_acc), " % against the held-out peak ", pct(e.first_peak_acc),
-            " %), so pretrain.loss: auto trained again with ", e.loss,
+            "memorised its training labels",
+            memorisation_figures(e.first_train_acc, e.first_peak_acc, e.first_guarded_epoch,
+                                 e.first_guarded_train_acc),
+            ", so pretrain.loss: auto trained again with ", e.loss,
             " (the generalized cross-entropy, measured to find more of the wrong labels on such "
             "data; docs/detection.md)",
             std::isnan(e.first_elapsed_s)
@@ -391,8 +405,8 @@ void early_model_paragraph(SectionContext& c) {
                 : cat("; the first took ", std::lround(e.first_elapsed_s), " s"),
             ".");
   if (e.memorised >= 0 && !std::isnan(e.peak_acc) && !std::isnan(e.train_acc)) {
-    const std::string figures = cat(" (last training accuracy ", pct(e.train_acc),
-                                    " % against the held-out peak ", pct(e.peak_acc), " %)");
+    const std::string figures =
+        memorisation_figures(e.train_acc, e.peak_acc, e.guarded_epoch, e.guarded_train_acc);
     if (e.memorised) {
       p +=
           cat(" The run memorised its training labels", figures,

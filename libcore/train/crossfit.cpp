@@ -41,9 +41,13 @@ std::string early_peak_copy(const std::string& model) {
   return fs::path(model).replace_extension(".peak.h5").string();
 }
 
-bool memorised(double final_train_acc, double peak_acc) {
+bool memorised(double final_train_acc, double peak_acc, double stall_train_acc) {
   const double error = 1 - peak_acc;
-  return error <= 0 || final_train_acc - peak_acc > 0.5 * error;
+  if (error <= 0) return true;
+  const bool outran_peak = final_train_acc - peak_acc > 0.5 * error;
+  const bool gained_after_stall =
+      stall_train_acc < 0 || final_train_acc - stall_train_acc > 0.4 * error;
+  return outran_peak && gained_after_stall;
 }
 
 EarlyModelKeeper::EarlyModelKeeper(const Comm& comm, std::string model, std::string info,
@@ -69,10 +73,11 @@ EarlyModelKeeper::EarlyModelKeeper(const Comm& comm, std::string model, std::str
     auto read = [&](const std::string& prefix, const Candidate& fallback) {
       return Candidate{j.value(prefix + "epoch", fallback.epoch),
                        j.value(prefix + "acc", fallback.acc),
-                       j.value(prefix + "loss", fallback.loss)};
+                       j.value(prefix + "loss", fallback.loss),
+                       j.value(prefix + "train_acc", fallback.train_acc)};
     };
     guarded_ = read("guarded_", {j.value("epoch", int64_t(0)), j.value("holdout_acc", -1.0),
-                                 j.value("holdout_loss", 0.0)});
+                                 j.value("holdout_loss", 0.0), -1.0});
     peak_ = read("peak_", guarded_);
     train_acc_ = j.value("train_acc", -1.0);
     const std::string was = j.value("pick", std::string());  // set by a finished run
@@ -81,20 +86,22 @@ EarlyModelKeeper::EarlyModelKeeper(const Comm& comm, std::string model, std::str
     if (peak_.epoch != guarded_.epoch && finished_pick == 0 && !fs::exists(peak_model_))
       peak_ = guarded_;
   }
-  double state[8] = {double(guarded_.epoch),
-                     guarded_.acc,
-                     guarded_.loss,
-                     double(peak_.epoch),
-                     peak_.acc,
-                     peak_.loss,
-                     train_acc_,
-                     double(finished_pick)};
-  comm_.bcast(state, 8);
-  guarded_ = {int64_t(state[0]), state[1], state[2]};
-  peak_ = {int64_t(state[3]), state[4], state[5]};
-  train_acc_ = state[6];
-  finished_ = state[7] != 0;
-  chose_peak_ = state[7] == 2;
+  double state[10] = {double(guarded_.epoch),
+                      guarded_.acc,
+                      guarded_.loss,
+                      guarded_.train_acc,
+                      double(peak_.epoch),
+                      peak_.acc,
+                      peak_.loss,
+                      peak_.train_acc,
+                      train_acc_,
+                      double(finished_pick)};
+  comm_.bcast(state, 10);
+  guarded_ = {int64_t(state[0]), state[1], state[2], state[3]};
+  peak_ = {int64_t(state[4]), state[5], state[6], state[7]};
+  train_acc_ = state[8];
+  finished_ = state[9] != 0;
+  chose_peak_ = state[9] == 2;
 }
 
 void EarlyModelKeeper::update(int64_t epoch, double loss, double acc, double train_acc,
@@ -105,11 +112,11 @@ void EarlyModelKeeper::update(int64_t epoch, double loss, double acc, double tra
   const bool new_peak = acc > peak_.acc;
   train_acc_ = train_acc;
   if (replaces) {
-    guarded_ = {epoch, acc, loss};
+    guarded_ = {epoch, acc, loss, train_acc};
     save_model(model_, m, config_yaml_, from_, true, comm_);
   }
   if (new_peak) {
-    peak_ = {epoch, acc, loss};
+    peak_ = {epoch, acc, loss, train_acc};
     if (!replaces) save_model(peak_model_, m, config_yaml_, from_, true, comm_);
   }
   write_info(false);  // every epoch: the training accuracy too, for a resumed run's finish
@@ -119,7 +126,7 @@ void EarlyModelKeeper::finish() {
   if (guarded_.epoch == 0) return;  // no epoch evaluated
   // A run resumed after its pick (stopped before its commit) keeps it.
   if (!finished_)
-    chose_peak_ = pick_ == "peak" || (pick_ == "auto" && !memorised(train_acc_, peak_.acc));
+    chose_peak_ = pick_ == "peak" || (pick_ == "auto" && !run_memorised());
   finished_ = true;
   on_root_agreed(comm_, [&] {
     std::error_code ec;
@@ -146,13 +153,14 @@ void EarlyModelKeeper::write_info(bool finished) const {
     j[cat(prefix, "epoch")] = c->epoch;
     j[cat(prefix, "acc")] = c->acc;
     j[cat(prefix, "loss")] = c->loss;
+    j[cat(prefix, "train_acc")] = c->train_acc;
   }
   j["train_acc"] = train_acc_;
   j["early_pick"] = pick_;
   if (!loss_.empty()) j["loss"] = loss_;
   if (!first_pass_.is_null()) j["first_pass"] = first_pass_;
   if (finished) {
-    j["memorised"] = memorised(train_acc_, peak_.acc);
+    j["memorised"] = run_memorised();
     j["pick"] = chose_peak_ ? "peak" : "guarded";
   }
   j["run_id"] = run_id_;
@@ -166,12 +174,18 @@ std::string EarlyModelKeeper::describe() const {
 }
 
 bool EarlyModelKeeper::run_memorised() const {
-  return memorised(train_acc_, peak_.acc);
+  return memorised(train_acc_, peak_.acc, guarded_.train_acc);
 }
 
 Json EarlyModelKeeper::verdict(int64_t epochs) const {
-  return {{"loss", loss_},           {"epochs", epochs},      {"memorised", run_memorised()},
-          {"train_acc", train_acc_}, {"peak_acc", peak_.acc}, {"peak_epoch", peak_.epoch}};
+  return {{"loss", loss_},
+          {"epochs", epochs},
+          {"memorised", run_memorised()},
+          {"train_acc", train_acc_},
+          {"peak_acc", peak_.acc},
+          {"peak_epoch", peak_.epoch},
+          {"guarded_epoch", guarded_.epoch},
+          {"guarded_train_acc", guarded_.train_acc}};
 }
 
 std::string EarlyModelKeeper::summary(int64_t epochs) const {
@@ -182,6 +196,10 @@ std::string EarlyModelKeeper::summary(int64_t epochs) const {
                                "; pretrain.early_margin_se = ", margin_se_, ")"),
              "; the run ", mem ? "memorised" : "did not memorise", " its labels (train acc ",
              train_acc_, " against the held-out peak ", peak_.acc,
+             guarded_.train_acc < 0
+                 ? std::string()
+                 : cat(", and ", guarded_.train_acc, " at epoch ", guarded_.epoch,
+                       ", where the held-out accuracy last rose measurably"),
              "; pretrain.early_pick = ", pick_, ")");
 }
 

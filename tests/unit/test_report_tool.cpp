@@ -422,14 +422,28 @@ TEST(ReportTool, PretrainingSaysWhetherTheRunMemorisedAndWhenToTryGce) {
   EXPECT_NE(md.find("The run memorised its training labels"), std::string::npos) << md;
   EXPECT_EQ(md.find(gce), std::string::npos) << md;
   EXPECT_EQ(md.find(second), std::string::npos) << md;
+  // Where the file records the training accuracy at the guarded epoch (where the held-out
+  // curve last rose), the sentence gives it: the test's second part.
+  early(
+      ",\"memorised\":false,\"loss\":\"cross_entropy\",\"guarded_epoch\":5,"
+      "\"guarded_train_acc\":0.9905");
+  md = report();
+  EXPECT_NE(md.find("The run did not memorise its training labels (last training accuracy "
+                    "100.00 % against the held-out peak 74.83 %; 99.05 % at epoch 5, where the "
+                    "held-out accuracy last rose measurably)."),
+            std::string::npos)
+      << md;
+  EXPECT_EQ(md.find(gce), std::string::npos) << md;
   // pretrain.loss auto's second run: what the first did, then this one's verdict.
   early(
       ",\"memorised\":false,\"loss\":\"gce\",\"first_pass\":{\"loss\":\"cross_entropy\","
-      "\"memorised\":true,\"train_acc\":0.9987,\"peak_acc\":0.7302,\"elapsed_s\":12.6}");
+      "\"memorised\":true,\"train_acc\":0.9987,\"peak_acc\":0.7302,\"elapsed_s\":12.6,"
+      "\"guarded_epoch\":6,\"guarded_train_acc\":0.7945}");
   md = report();
   EXPECT_NE(md.find(second + ": the first, with the cross-entropy, memorised its training labels "
-                             "(last training accuracy 99.87 % against the held-out peak 73.02 %), "
-                             "so pretrain.loss: auto trained again with gce"),
+                             "(last training accuracy 99.87 % against the held-out peak 73.02 %; "
+                             "79.45 % at epoch 6, where the held-out accuracy last rose "
+                             "measurably), so pretrain.loss: auto trained again with gce"),
             std::string::npos)
       << md;
   EXPECT_NE(md.find("the first took 13 s."), std::string::npos) << md;
