@@ -70,7 +70,10 @@ bool replaces_early_model(double acc, double kept_acc, int64_t samples, double m
 // 0.62-0.63, clean digits 0.47; clean Fashion-MNIST 12 k 0.01 and 60 k 0.31, Fashion-MNIST
 // instance 20 % 0.06 (60 k) and 0.25 (12 k), where the gce run that a verdict of "memorised"
 // brings ranked worse (docs/detection.md, seventeenth session). 0.4 sits in that gap; a run
-// near it may go either way.
+// near it may go either way. Its limit: on a small hold-out (the tables: 14-144 samples, one
+// standard error 1.4-7 points) the curve stops rising measurably within the first epochs, so
+// clean tables still count as memorised (their second, gce run flagged 0.1-1.2 % as the
+// cross-entropy did, at twice the pretraining).
 bool memorised(double final_train_acc, double peak_acc, double stall_train_acc);
 
 // Where EarlyModelKeeper keeps the held-out peak's model beside its guarded pick `model`
