@@ -22,6 +22,7 @@
 
 #include <cstring>
 #include <functional>
+#include <memory>
 #include <oneapi/dnnl/dnnl.hpp>
 #include <unordered_map>
 #include <vector>
@@ -144,6 +145,70 @@ void avoid_avx2_jit_1x1_for_odd_channels(PD& pd, const ConvShape& s) {
   }
 }
 
+// The weight gradient of a convolution as im2col and one OpenBLAS sgemm, for the shapes where
+// oneDNN 2.6 (Debian 12) has no jit kernel for it and falls back to "gemm:jit" (or "ref"):
+// on AVX2, 3x3 convolutions over 1x1 and 2x2 feature maps, which is what ResNet-18's last
+// two stages see on 32x32 images through a stride-4 stem (the quickstart's sweep). Measured on
+// a Zen 3 (batch 32, 1 thread): gemm:jit takes 263 us a call (64 channels, 1x1) and 123 us
+// (32 channels, 2x2) for work one sgemm does in 4-7 us, a fifth of a sweep run's time
+// (docs/engine.md). Only for fp32 kernels and where the column buffer stays small (the rows are
+// the output pixels of the batch, the columns one kernel window); everything else stays
+// oneDNN's. Deterministic as the rest: sgemm splits over M/N, not K.
+class Im2colWeightGrad {
+ public:
+  static bool fits(const ConvShape& s) {
+    return size_t(s.n) * s.oh() * s.ow() * size_t(s.r) * s.s * s.c <= kMaxColumnFloats;
+  }
+  explicit Im2colWeightGrad(const ConvShape& s)
+      : shape_(s),
+        rows_(size_t(s.n) * s.oh() * s.ow()),
+        cols_(size_t(s.r) * s.s * s.c),
+        col_(rows_ * cols_),
+        dw_rows_(size_t(s.k) * cols_) {}
+
+  // dw (OIHW, fp32) += the gradient for NHWC input x and output gradient dy.
+  void accumulate(const float* x, const float* dy, float* dw) {
+    const ConvShape& s = shape_;
+    float* row = col_.data();
+    for (int n = 0; n < s.n; ++n)
+      for (int oy = 0; oy < s.oh(); ++oy)
+        for (int ox = 0; ox < s.ow(); ++ox, row += cols_)
+          for (int r = 0; r < s.r; ++r)
+            for (int q = 0; q < s.s; ++q) {
+              const int iy = oy * s.stride + r - s.pad, ix = ox * s.stride + q - s.pad;
+              float* dst = row + (size_t(r) * s.s + q) * s.c;
+              if (iy < 0 || iy >= s.h || ix < 0 || ix >= s.w)
+                std::memset(dst, 0, sizeof(float) * size_t(s.c));
+              else
+                std::memcpy(dst, x + ((size_t(n) * s.h + iy) * s.w + ix) * s.c,
+                            sizeof(float) * size_t(s.c));
+            }
+    // dw_rows[k][(r, q, c)] = sum over output pixels of dy[pixel][k] * col[pixel][(r, q, c)]
+    cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, s.k, int(cols_), int(rows_), 1.f, dy, s.k,
+                col_.data(), int(cols_), 0.f, dw_rows_.data(), int(cols_));
+    for (int k = 0; k < s.k; ++k)
+      for (int c = 0; c < s.c; ++c)
+        for (int r = 0; r < s.r; ++r)
+          for (int q = 0; q < s.s; ++q)
+            dw[((size_t(k) * s.c + c) * s.r + r) * s.s + q] +=
+                dw_rows_[size_t(k) * cols_ + (size_t(r) * s.s + q) * s.c + c];
+  }
+
+ private:
+  static constexpr size_t kMaxColumnFloats = size_t(1) << 22;  // 16 MiB
+  ConvShape shape_;
+  size_t rows_, cols_;
+  std::vector<float> col_, dw_rows_;
+};
+
+// Whether oneDNN's pick for a pass is its im2col-and-gemm fallback ("gemm:jit", named
+// "x64:gemm:jit" in 2.6) or the reference loop, rather than a direct or brgemm kernel.
+template <typename PD>
+bool is_gemm_or_ref_fallback(const PD& pd) {
+  const std::string name = pd.impl_info_str();
+  return name.find("gemm:jit") != std::string::npos || name.rfind("ref", 0) == 0;
+}
+
 class DnnlConv final : public ConvOp {
  public:
   DnnlConv(const ConvShape& s, KernelIo& io)
@@ -174,6 +239,8 @@ class DnnlConv final : public ConvOp {
                                                 dw_any, dst_md_, strides, pad, pad);
     bwd_w_pd_ = dnnl::convolution_backward_weights::primitive_desc(bw, eng(), fwd_pd_);
     avoid_avx2_jit_1x1_for_odd_channels(bwd_w_pd_, s);
+    if (t == dt::f32 && is_gemm_or_ref_fallback(bwd_w_pd_) && Im2colWeightGrad::fits(s))
+      im2col_dw_ = std::make_unique<Im2colWeightGrad>(s);
     bwd_w_ = dnnl::convolution_backward_weights(bwd_w_pd_);
     // Weight reorders, created once: OIHW -> each primitive's layout, and the weight
     // gradient back to OIHW with a sum post-op, so it accumulates (+=) straight into grads.
@@ -213,6 +280,11 @@ class DnnlConv final : public ConvOp {
     io_.done(dx, nx_);
   }
   void backward_weights(const Act* x, const Act* dy, float* dw) override {
+    if (im2col_dw_) {
+      im2col_dw_->accumulate(static_cast<const float*>(io_.in(x, nx_, 0)),
+                             static_cast<const float*>(io_.in(dy, ny_, 1)), dw);
+      return;
+    }
     bwd_w_.execute(strm(), {{DNNL_ARG_SRC, mem(src_md_, io_.in(x, nx_, 0))},
                             {DNNL_ARG_DIFF_DST, mem(dst_md_, io_.in(dy, ny_, 1))},
                             {DNNL_ARG_DIFF_WEIGHTS, dw_opaque_}});
@@ -242,6 +314,7 @@ class DnnlConv final : public ConvOp {
   dnnl::convolution_backward_weights bwd_w_;
   memory fwd_w_, bwd_w_in_, dw_opaque_;
   dnnl::reorder to_fwd_, to_bwd_, from_dw_;
+  std::unique_ptr<Im2colWeightGrad> im2col_dw_;  // set where oneDNN has no jit kernel for it
 };
 
 // Batch norm on bf16 activations whose channel count oneDNN's bf16 JIT kernels do not take

@@ -127,8 +127,13 @@ TEST_P(BackendOps, Conv) {
        {ConvShape{3, 3, 9, 9, 8, 3, 3, 1, 1}, ConvShape{2, 16, 8, 8, 32, 3, 3, 2, 1},
         ConvShape{2, 16, 8, 8, 32, 1, 1, 2, 0}, ConvShape{2, 3, 15, 15, 16, 7, 7, 2, 3},
         ConvShape{4, 5, 4, 4, 6, 3, 3, 1, 1}, ConvShape{2, 4, 8, 8, 8, 3, 3, 2, 1},
-        ConvShape{2, 4, 8, 8, 8, 1, 1, 2, 0},  // the last two: a 4-channel downsample
-        ConvShape{3, 16, 7, 5, 24, 1, 1, 1, 0}}) {  // a bottleneck's 1x1 (a GEMM on cuda fp32)
+        ConvShape{2, 4, 8, 8, 8, 1, 1, 2, 0},    // the last two: a 4-channel downsample
+        ConvShape{3, 16, 7, 5, 24, 1, 1, 1, 0},  // a bottleneck's 1x1 (a GEMM on cuda fp32)
+        // 3x3 over 1x1 and 2x2 maps (ResNet's last stages on small images), strided and not,
+        // and a non-square one: where oneDNN's AVX2 build has no jit kernel for the weight
+        // gradient, the cpu backend's own im2col + sgemm computes it.
+        ConvShape{4, 16, 1, 1, 24, 3, 3, 1, 1}, ConvShape{4, 8, 2, 2, 16, 3, 3, 1, 1},
+        ConvShape{4, 8, 2, 2, 16, 3, 3, 2, 1}, ConvShape{3, 5, 2, 3, 7, 3, 3, 1, 1}}) {
     const size_t nx = size_t(s.n) * s.c * s.h * s.w, nw = size_t(s.k) * s.c * s.r * s.s,
                  ny = size_t(s.n) * s.k * s.oh() * s.ow();
     const Vec x = exact(randn(nx, 1)), w = randn(nw, 2), dy = exact(randn(ny, 3));
