@@ -20,6 +20,7 @@
 #include <cblas.h>
 #include <string>
 
+#include <algorithm>
 #include <cstring>
 #include <functional>
 #include <memory>
@@ -157,18 +158,22 @@ void avoid_avx2_jit_1x1_for_odd_channels(PD& pd, const ConvShape& s) {
 class Im2colWeightGrad {
  public:
   static bool fits(const ConvShape& s) {
-    return size_t(s.n) * s.oh() * s.ow() * size_t(s.r) * s.s * s.c <= kMaxColumnFloats;
+    return size_t(s.n) * s.oh() * s.ow() * size_t(s.c) * s.r * s.s <= kMaxColumnFloats;
   }
   explicit Im2colWeightGrad(const ConvShape& s)
       : shape_(s),
         rows_(size_t(s.n) * s.oh() * s.ow()),
-        cols_(size_t(s.r) * s.s * s.c),
-        col_(rows_ * cols_),
-        dw_rows_(size_t(s.k) * cols_) {}
+        cols_(size_t(s.c) * s.r * s.s),
+        col_(rows_ * cols_) {}
 
-  // dw (OIHW, fp32) += the gradient for NHWC input x and output gradient dy.
+  // dw (OIHW, fp32) += the gradient for NHWC input x and output gradient dy. The columns are
+  // ordered as a row of dw, (channel, kernel row, kernel column), so one sgemm with beta 1
+  // accumulates straight into it: dw[k][(c, r, q)] += sum over output pixels of
+  // dy[pixel][k] * col[pixel][(c, r, q)].
   void accumulate(const float* x, const float* dy, float* dw) {
     const ConvShape& s = shape_;
+    const size_t taps = size_t(s.r) * s.s;      // stride between one channel's taps in a row
+    std::fill(col_.begin(), col_.end(), 0.0f);  // padding stays 0
     float* row = col_.data();
     for (int n = 0; n < s.n; ++n)
       for (int oy = 0; oy < s.oh(); ++oy)
@@ -176,29 +181,20 @@ class Im2colWeightGrad {
           for (int r = 0; r < s.r; ++r)
             for (int q = 0; q < s.s; ++q) {
               const int iy = oy * s.stride + r - s.pad, ix = ox * s.stride + q - s.pad;
-              float* dst = row + (size_t(r) * s.s + q) * s.c;
-              if (iy < 0 || iy >= s.h || ix < 0 || ix >= s.w)
-                std::memset(dst, 0, sizeof(float) * size_t(s.c));
-              else
-                std::memcpy(dst, x + ((size_t(n) * s.h + iy) * s.w + ix) * s.c,
-                            sizeof(float) * size_t(s.c));
+              if (iy < 0 || iy >= s.h || ix < 0 || ix >= s.w) continue;
+              const float* src = x + ((size_t(n) * s.h + iy) * s.w + ix) * s.c;
+              float* dst = row + size_t(r) * s.s + q;
+              for (int c = 0; c < s.c; ++c) dst[c * taps] = src[c];
             }
-    // dw_rows[k][(r, q, c)] = sum over output pixels of dy[pixel][k] * col[pixel][(r, q, c)]
     cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, s.k, int(cols_), int(rows_), 1.f, dy, s.k,
-                col_.data(), int(cols_), 0.f, dw_rows_.data(), int(cols_));
-    for (int k = 0; k < s.k; ++k)
-      for (int c = 0; c < s.c; ++c)
-        for (int r = 0; r < s.r; ++r)
-          for (int q = 0; q < s.s; ++q)
-            dw[((size_t(k) * s.c + c) * s.r + r) * s.s + q] +=
-                dw_rows_[size_t(k) * cols_ + (size_t(r) * s.s + q) * s.c + c];
+                col_.data(), int(cols_), 1.f, dw, int(cols_));
   }
 
  private:
   static constexpr size_t kMaxColumnFloats = size_t(1) << 22;  // 16 MiB
   ConvShape shape_;
   size_t rows_, cols_;
-  std::vector<float> col_, dw_rows_;
+  std::vector<float> col_;
 };
 
 // Whether oneDNN's pick for a pass is its im2col-and-gemm fallback ("gemm:jit", named
@@ -241,9 +237,9 @@ class DnnlConv final : public ConvOp {
     avoid_avx2_jit_1x1_for_odd_channels(bwd_w_pd_, s);
     if (t == dt::f32 && is_gemm_or_ref_fallback(bwd_w_pd_) && Im2colWeightGrad::fits(s))
       im2col_dw_ = std::make_unique<Im2colWeightGrad>(s);
-    bwd_w_ = dnnl::convolution_backward_weights(bwd_w_pd_);
-    // Weight reorders, created once: OIHW -> each primitive's layout, and the weight
-    // gradient back to OIHW with a sum post-op, so it accumulates (+=) straight into grads.
+    else
+      make_onednn_weight_grad();
+    // Weight reorders, created once: OIHW -> each primitive's layout.
     if (fwd_pd_.weights_desc() != user_w_md_) {
       fwd_w_ = memory(fwd_pd_.weights_desc(), eng());
       to_fwd_ = dnnl::reorder(
@@ -254,13 +250,6 @@ class DnnlConv final : public ConvOp {
       to_bwd_ = dnnl::reorder(
           dnnl::reorder::primitive_desc(eng(), user_w_md_, eng(), bwd_d_pd_.weights_desc()));
     }
-    dnnl::post_ops sum;
-    sum.append_sum(1.f);
-    dnnl::primitive_attr acc;
-    acc.set_post_ops(sum);
-    dw_opaque_ = memory(bwd_w_pd_.diff_weights_desc(), eng());
-    from_dw_ = dnnl::reorder(dnnl::reorder::primitive_desc(eng(), bwd_w_pd_.diff_weights_desc(),
-                                                           eng(), user_w_md_, acc));
   }
 
   void forward(const Act* x, const float* w, Act* y) override {
@@ -294,6 +283,19 @@ class DnnlConv final : public ConvOp {
   }
 
  private:
+  // oneDNN's weight-gradient primitive, and the reorder of its result back to OIHW with a
+  // sum post-op, so that it accumulates (+=) straight into grads.
+  void make_onednn_weight_grad() {
+    bwd_w_ = dnnl::convolution_backward_weights(bwd_w_pd_);
+    dnnl::post_ops sum;
+    sum.append_sum(1.f);
+    dnnl::primitive_attr acc;
+    acc.set_post_ops(sum);
+    dw_opaque_ = memory(bwd_w_pd_.diff_weights_desc(), eng());
+    from_dw_ = dnnl::reorder(dnnl::reorder::primitive_desc(eng(), bwd_w_pd_.diff_weights_desc(),
+                                                           eng(), user_w_md_, acc));
+  }
+
   // The weights as the primitive wants them: the user buffer itself if the layout matches
   // (no reorder primitive), otherwise reordered into the cached buffer.
   memory weights_for(dnnl::reorder& r, const float* w, memory& cache) {
@@ -314,7 +316,7 @@ class DnnlConv final : public ConvOp {
   dnnl::convolution_backward_weights bwd_w_;
   memory fwd_w_, bwd_w_in_, dw_opaque_;
   dnnl::reorder to_fwd_, to_bwd_, from_dw_;
-  std::unique_ptr<Im2colWeightGrad> im2col_dw_;  // set where oneDNN has no jit kernel for it
+  std::unique_ptr<Im2colWeightGrad> im2col_dw_;  // else bwd_w_ and from_dw_ (oneDNN's)
 };
 
 // Batch norm on bf16 activations whose channel count oneDNN's bf16 JIT kernels do not take

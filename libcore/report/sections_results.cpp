@@ -371,7 +371,7 @@ std::string memorisation_figures(double train_acc, double peak_acc, double stall
                                  double stall_train_acc) {
   std::string f = cat(" (last training accuracy ", pct(train_acc), " % against the held-out peak ",
                       pct(peak_acc), " %");
-  if (!std::isnan(stall_epoch) && !std::isnan(stall_train_acc) && stall_train_acc >= 0)
+  if (!std::isnan(stall_epoch) && stall_train_acc >= 0)  // false for NaN too
     f += cat("; ", pct(stall_train_acc), " % at epoch ", fmt(stall_epoch),
              ", where the held-out accuracy last rose measurably");
   return f + ")";

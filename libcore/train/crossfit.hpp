@@ -107,8 +107,8 @@ class EarlyModelKeeper {
   // The training loss (pretrain.loss), recorded in `info` for the report's advice.
   void set_loss(std::string loss) { loss_ = std::move(loss); }
   // After finish: the run's verdict ({loss, epochs, memorised, train_acc, peak_acc,
-  // peak_epoch, guarded_epoch, guarded_train_acc}), which pretrain.loss auto decides by and records
-  // (train/loss_auto.hpp).
+  // peak_epoch, guarded_epoch, guarded_train_acc}), which pretrain.loss auto decides by and
+  // records (train/loss_auto.hpp).
   Json verdict(int64_t epochs) const;
   // The verdict of the run this one replaces (pretrain.loss auto's first), recorded in `info`
   // as "first_pass" for the report.
