@@ -20,7 +20,6 @@
 #include <cblas.h>
 #include <string>
 
-#include <algorithm>
 #include <cstring>
 #include <functional>
 #include <memory>
@@ -172,8 +171,7 @@ class Im2colWeightGrad {
   // dy[pixel][k] * col[pixel][(c, r, q)].
   void accumulate(const float* x, const float* dy, float* dw) {
     const ConvShape& s = shape_;
-    const size_t taps = size_t(s.r) * s.s;      // stride between one channel's taps in a row
-    std::fill(col_.begin(), col_.end(), 0.0f);  // padding stays 0
+    const size_t taps = size_t(s.r) * s.s;  // stride between one channel's taps in a row
     float* row = col_.data();
     for (int n = 0; n < s.n; ++n)
       for (int oy = 0; oy < s.oh(); ++oy)
@@ -181,9 +179,12 @@ class Im2colWeightGrad {
           for (int r = 0; r < s.r; ++r)
             for (int q = 0; q < s.s; ++q) {
               const int iy = oy * s.stride + r - s.pad, ix = ox * s.stride + q - s.pad;
-              if (iy < 0 || iy >= s.h || ix < 0 || ix >= s.w) continue;
-              const float* src = x + ((size_t(n) * s.h + iy) * s.w + ix) * s.c;
               float* dst = row + size_t(r) * s.s + q;
+              if (iy < 0 || iy >= s.h || ix < 0 || ix >= s.w) {  // padding
+                for (int c = 0; c < s.c; ++c) dst[c * taps] = 0.0f;
+                continue;
+              }
+              const float* src = x + ((size_t(n) * s.h + iy) * s.w + ix) * s.c;
               for (int c = 0; c < s.c; ++c) dst[c * taps] = src[c];
             }
     cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, s.k, int(cols_), int(rows_), 1.f, dy, s.k,
