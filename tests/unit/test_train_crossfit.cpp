@@ -471,8 +471,9 @@ TEST(TrainEarlyModel, PretrainPicksThePeakUnlessTheRunMemorised) {
   auto pretrain = [&](const std::string& sets) {
     int rc = 0;
     const std::string out = run_tiny("pretrain", d,
-                                     " --overwrite --set pretrain.epochs=5 --set "
-                                     "pretrain.holdout=0.25 --set pretrain.loss=cross_entropy" +
+                                     " --overwrite --set pretrain.epochs=5"
+                                     " --set pretrain.holdout=0.25"
+                                     " --set pretrain.loss=cross_entropy" +
                                          sets,
                                      &rc);
     EXPECT_EQ(rc, 0) << out;
