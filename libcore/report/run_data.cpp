@@ -436,6 +436,7 @@ RunResult parse_result(const Json& j, const std::string& path) {
       *into = fp->get<std::string>();
     }
   r.epochs = integer(j, "epochs", path, false, 0);
+  r.steps = integer(j, "steps", path, false, 0);
   if (const Json* c = field(j, "config", path, false))
     SIEVE_CHECK(c->is_object(), path, ": field 'config': expected an object, found ",
                 c->type_name());

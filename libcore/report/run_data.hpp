@@ -38,6 +38,7 @@ struct RunResult {
   std::string dataset_fingerprint;  // the dataset the run trained on ("" when not recorded)
   std::string filter_fingerprint;   // the filter.h5 of arms filtered/random ("" likewise)
   int64_t epochs = 0;               // result.json "epochs" (0: not written)
+  int64_t steps = 0;                // result.json "steps": optimizer steps (0: not written)
   // The config keys that decide the result (result.json "config", config/sweep.hpp); empty
   // for a result of an older train_scaled, which is matched on the fields above instead.
   ResultKeys recorded;

@@ -65,12 +65,19 @@ void write_runs_csv(const SectionContext& c) {
                    std::to_string(r.samples), r.diverged ? "1" : "0",
                    r.diverged ? std::to_string(r.diverged_at_step) : "",
                    fmt(r.last_eval_test_acc), r.mark(), fmt(r.train_acc_clean)});
-  write_csv(c.dir + "/data/runs.csv",
-            {"index", "arm", "global_batch", "requested_global_batch", "ranks", "per_rank_batch",
-             "seed", "weight_decay", "lr", "final_test_acc", "best_test_acc", "train_acc",
-             "gen_gap", "time_to_best_s", "images_per_s", "samples", "diverged",
-             "diverged_at_step", "last_eval_test_acc", "mark", "train_acc_clean"},
-            all);
+  std::vector<std::string> header = {
+      "index", "arm", "global_batch", "requested_global_batch", "ranks", "per_rank_batch",
+      "seed", "weight_decay", "lr", "final_test_acc", "best_test_acc", "train_acc",
+      "gen_gap", "time_to_best_s", "images_per_s", "samples", "diverged",
+      "diverged_at_step", "last_eval_test_acc", "mark", "train_acc_clean"};
+  // Epochs and optimizer steps last: scaled.budget decides which of the two the arms share.
+  header.insert(header.end(), {"epochs", "steps"});
+  for (size_t i = 0; i < all.size(); ++i) {
+    const RunResult& r = c.data.runs[i];
+    all[i].push_back(r.epochs > 0 ? std::to_string(r.epochs) : "");
+    all[i].push_back(r.steps > 0 ? std::to_string(r.steps) : "");
+  }
+  write_csv(c.dir + "/data/runs.csv", header, all);
 }
 
 // The small table of diverged and collapsed runs (or a sentence saying there are none).
@@ -191,6 +198,28 @@ std::string describe_run_ranks(const std::map<int64_t, int64_t>& n) {
   return cat("trained on different numbers of ranks (", parts, ")");
 }
 
+// What the arms held equal (scaled.budget, recorded in each result.json's config): the
+// filtered and random arms have fewer samples, so at equal epochs they take fewer optimizer
+// steps, and a difference between the arms is then partly one of steps.
+std::string describe_budget(const std::vector<RunResult>& runs) {
+  if (std::all_of(runs.begin(), runs.end(), [](const RunResult& r) { return r.arm == "full"; }))
+    return "";
+  std::set<std::string> budgets;
+  for (const RunResult& r : runs) {
+    auto it = r.recorded.find("scaled.budget");
+    budgets.insert(it == r.recorded.end() ? "epochs" : it->second);
+  }
+  if (budgets.size() > 1)
+    return " The runs differ in scaled.budget (some held epochs equal, some steps): the arms "
+           "are not compared like with like; runs.csv has each run's epochs and steps.";
+  if (*budgets.begin() == "steps")
+    return " Every arm trained about as many optimizer steps as the full arm (scaled.budget: "
+           "steps; the smaller arms ran more epochs, runs.csv: epochs, steps).";
+  return " Every arm trained the same epochs (scaled.budget: epochs), so the filtered and "
+         "random arms, with fewer samples, took fewer optimizer steps (runs.csv: steps); the "
+         "random arm takes as many as the filtered one.";
+}
+
 // Runs of different rank counts are not the same runs: a warning where the sweep mixes them
 // (e.g. a --resume with another --ranks-per-run kept the finished runs). `n`:
 // runs_per_rank_count.
@@ -222,7 +251,8 @@ void section_accuracy(SectionContext& c) {
           ". Per global batch, the paired difference of final test accuracy (filtered minus the "
           "other arm, in percentage points, over the seeds run in both arms) with its 95 % "
           "Student-t interval: filtering helped or hurt only where the whole interval lies above "
-          "or below 0."));
+          "or below 0.",
+          describe_budget(runs)));
   if (std::string mixed = mixed_ranks_warning(rank_counts); !mixed.empty()) {
     log::warn(mixed);
     c.doc.note(mixed);

@@ -189,6 +189,13 @@ void add_scaled_keys(ConfigSchema& s) {
   s.add_string("scaled.arm", "full",
                "training data: full, filtered (filter /keep) or random (filter /random_keep)",
                {"full", "filtered", "random"});
+  s.add_string("scaled.budget", "epochs",
+               "what the arms hold equal: epochs (every arm trains scaled.epochs, so an arm "
+               "with fewer samples takes fewer optimizer steps: the paper's comparison) or "
+               "steps (the filtered and random arms train as many epochs as bring their "
+               "steps nearest the full arm's, warm-up and milestones scaled alike; "
+               "docs/training.md)",
+               {"epochs", "steps"});
   s.add_tree("scaled.sweep",
              "sweep grid: key -> list of values (keys: global_batch, arm, seed, weight_decay, "
              "lr, or any scaled.* key path); expanded as a cartesian product, see "

@@ -1,5 +1,8 @@
 #include "train/options.hpp"
 
+#include <algorithm>
+#include <cmath>
+
 #include "config/seeds.hpp"
 #include "nn/backend.hpp"
 #include "util/log.hpp"
@@ -65,6 +68,26 @@ TrainOptions read_train_options(const Config& cfg, const std::string& p) {
   o.comm.stale_compensation = cfg.get_string(p + ".comm.stale_compensation");
   check_comm_options(o.comm, p);
   return o;
+}
+
+std::string match_full_arm_steps(TrainOptions& o, int64_t full_samples, int64_t arm_samples) {
+  const int64_t g = std::max<int64_t>(1, o.global_batch);
+  const int64_t full_per_epoch = full_samples / g, arm_per_epoch = arm_samples / g;
+  // A batch larger than the arm is refused before training (check_global_batch).
+  if (arm_per_epoch <= 0 || arm_per_epoch >= full_per_epoch) return "";
+  const double stretch = double(full_per_epoch) / double(arm_per_epoch);
+  const int64_t full_steps = o.epochs * full_per_epoch;
+  const int64_t epochs =
+      std::max(o.epochs, int64_t(std::llround(double(full_steps) / double(arm_per_epoch))));
+  const std::string line =
+      cat("scaled.budget steps: ", epochs, " epochs of ", arm_per_epoch, " steps (",
+          epochs * arm_per_epoch, ") against the full arm's ", o.epochs, " of ", full_per_epoch,
+          " (", full_steps, "); warm-up ",
+          std::round(o.sched.warmup_epochs * stretch * 100.0) / 100.0, " epochs");
+  o.epochs = epochs;
+  o.sched.warmup_epochs *= stretch;
+  for (int64_t& m : o.sched.milestones) m = int64_t(std::llround(double(m) * stretch));
+  return line;
 }
 
 }  // namespace train

@@ -42,5 +42,12 @@ struct TrainOptions {
 // on by the batch size.
 TrainOptions read_train_options(const Config& cfg, const std::string& prefix);
 
+// scaled.budget: steps. An arm of `arm_samples` trains as many epochs as bring its optimizer
+// steps (floor(samples / global_batch) an epoch) nearest to what `full_samples` take in
+// o.epochs, never fewer than o.epochs; the warm-up (in epochs) and the step-decay milestones
+// are stretched by the same ratio of steps an epoch, so they too fall at about the same step.
+// Returns the log line that says so ("" when nothing changes).
+std::string match_full_arm_steps(TrainOptions& o, int64_t full_samples, int64_t arm_samples);
+
 }  // namespace train
 }  // namespace sieve

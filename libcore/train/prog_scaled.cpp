@@ -358,6 +358,10 @@ void run_sweep_point(ToolContext& ctx, const Sweep& sweep, int64_t index) {
         filter, arm == "filtered" ? "keep" : "random_keep",
         {dataset, data.meta.fingerprint, data.train.sample_id, data.train.labels});
   log::info(cat("arm ", arm, ": training on ", active.size(), " of ", data.train.n, " samples"));
+  if (cfg.get_string("scaled.budget") == "steps") {
+    const std::string matched = match_full_arm_steps(opt, data.train.n, int64_t(active.size()));
+    if (!matched.empty()) log::info(matched);
+  }
   const PointOutcome o =
       train_point(ctx, opt, data, active, dataset, run_dir, cfg, resume, index, result_path);
   if (ctx.comm.is_root()) {

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <regex>
 #include <sstream>
@@ -638,4 +639,64 @@ TEST(ReportTool, SaysTheRunsRanksAndWarnsWhereTheyDiffer) {
       << md;
   EXPECT_EQ(md.find(warning), std::string::npos) << md;
   EXPECT_EQ(out.find(warning), std::string::npos) << out;
+}
+
+// The smaller arms take fewer optimizer steps at equal epochs: the report says what the runs
+// held equal (scaled.budget), lists each run's epochs and steps, and warns where they differ.
+TEST(ReportTool, SaysWhatTheArmsHeldEqual) {
+  std::string dir = make_run("budget");
+  auto set_runs = [&](const std::function<void(Json&)>& edit) {
+    for (const auto& e : fs::directory_iterator(dir + "/sweep")) {
+      Json j = Json::parse(slurp(e.path().string() + "/result.json"));
+      edit(j);
+      std::ofstream(e.path().string() + "/result.json") << j.dump(2);
+    }
+  };
+  // Equal epochs: the smaller arms took fewer steps.
+  set_runs([](Json& j) {
+    j["config"]["scaled.budget"] = "epochs";
+    j["epochs"] = 2;
+    j["steps"] = j["arm"] == "full" ? 8 : 6;
+  });
+  std::string out;
+  ASSERT_EQ(run_report(dir, "", &out), 0) << out;
+  std::string md = slurp(dir + "/report/index.md");
+  EXPECT_NE(md.find("Every arm trained the same epochs (scaled.budget: epochs)"), std::string::npos)
+      << md;
+  auto runs = read_csv(dir + "/report/data/runs.csv");
+  ASSERT_EQ(runs.size(), 13u);
+  const size_t cols = runs[0].size();
+  ASSERT_GE(cols, 2u);
+  EXPECT_EQ(runs[0][cols - 2], "epochs");
+  EXPECT_EQ(runs[0][cols - 1], "steps");
+  for (size_t i = 1; i < runs.size(); ++i) {
+    EXPECT_EQ(runs[i][cols - 2], "2") << i;
+    EXPECT_EQ(runs[i][cols - 1], runs[i][1] == "full" ? "8" : "6") << i;
+  }
+
+  // Equal steps: every run recorded scaled.budget: steps (the smaller arms one more epoch),
+  // and the report's config says so too.
+  set_runs([](Json& j) {
+    j["config"]["scaled.budget"] = "steps";
+    j["epochs"] = j["arm"] == "full" ? 2 : 3;
+    j["steps"] = j["arm"] == "full" ? 8 : 9;
+  });
+  ASSERT_EQ(run_report(dir, "--overwrite --set scaled.budget=steps", &out), 0) << out;
+  md = slurp(dir + "/report/index.md");
+  EXPECT_NE(md.find("Every arm trained about as many optimizer steps as the full arm"),
+            std::string::npos)
+      << md;
+  EXPECT_EQ(md.find("Every arm trained the same epochs"), std::string::npos) << md;
+
+  // One run that recorded no budget (an older train_scaled: epochs) among them: said, not
+  // pooled silently.
+  {
+    Json j = Json::parse(slurp(dir + "/sweep/run-1/result.json"));
+    j.erase("config");
+    j["epochs"] = 30;  // what an older result is matched on: the grid's scaled.epochs
+    std::ofstream(dir + "/sweep/run-1/result.json") << j.dump(2);
+  }
+  ASSERT_EQ(run_report(dir, "--overwrite --set scaled.budget=steps", &out), 0) << out;
+  md = slurp(dir + "/report/index.md");
+  EXPECT_NE(md.find("The runs differ in scaled.budget"), std::string::npos) << md;
 }

@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "train/optimizer.hpp"
+#include "train/options.hpp"
 #include "util/error.hpp"
 
 using namespace sieve::train;
@@ -138,4 +139,46 @@ TEST(TrainOptim, ScheduleScalingRules) {
   EXPECT_EQ(parse_scaling("sqrt"), LrScaling::Sqrt);
   EXPECT_EQ(parse_scaling("auto"), LrScaling::Auto);
   EXPECT_THROW(parse_scaling("quadratic"), sieve::UsageError);
+}
+
+// scaled.budget: steps. The smaller arm's epochs bring its steps nearest the full arm's; the
+// warm-up and the milestones move with the steps an epoch.
+TEST(TrainOptim, SmallerArmMatchesTheFullArmsSteps) {
+  TrainOptions o;
+  o.epochs = 8;
+  o.global_batch = 8192;
+  o.sched.warmup_epochs = 1.0;
+  o.sched.milestones = {4, 6};
+  // 60,000 samples: 7 steps an epoch, 56 in 8 epochs; 48,872: 5 an epoch -> 11 epochs, 55.
+  const std::string line = match_full_arm_steps(o, 60000, 48872);
+  EXPECT_EQ(o.epochs, 11);
+  EXPECT_DOUBLE_EQ(o.sched.warmup_epochs, 7.0 / 5.0);           // 7 steps of warm-up either way
+  EXPECT_EQ(o.sched.milestones, (std::vector<int64_t>{6, 8}));  // 5.6, 8.4 epochs
+  EXPECT_NE(line.find("11 epochs of 5 steps (55)"), std::string::npos) << line;
+  EXPECT_NE(line.find("8 of 7 (56)"), std::string::npos) << line;
+
+  // The full arm itself, or an arm as large in steps, is left alone.
+  TrainOptions same;
+  same.epochs = 8;
+  same.global_batch = 256;
+  EXPECT_EQ(match_full_arm_steps(same, 60000, 60000), "");
+  EXPECT_EQ(match_full_arm_steps(same, 60000, 59990), "");  // 234 steps an epoch both
+  EXPECT_EQ(same.epochs, 8);
+
+  // Whatever the sizes, the arm's steps land within half an epoch of its steps of the full
+  // arm's, and it never trains fewer epochs than asked.
+  for (int64_t g : {32, 256, 2048})
+    for (int64_t full : {4000, 60000})
+      for (int64_t arm : {full / 2 + 7, full * 4 / 5, full - 3 * g})
+        for (int64_t epochs : {1, 9, 30}) {
+          if (arm < g) continue;  // a batch larger than the arm is refused earlier
+          TrainOptions t;
+          t.epochs = epochs;
+          t.global_batch = g;
+          match_full_arm_steps(t, full, arm);
+          const int64_t per_epoch = arm / g, full_steps = epochs * (full / g);
+          EXPECT_GE(t.epochs, epochs);
+          EXPECT_LE(std::abs(t.epochs * per_epoch - full_steps), per_epoch / 2 + 1)
+              << "g " << g << " full " << full << " arm " << arm << " epochs " << epochs;
+        }
 }
