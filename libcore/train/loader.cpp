@@ -142,7 +142,7 @@ Sampler::Sampler(std::vector<int64_t> active, int64_t global_batch, uint64_t see
   const int64_t n = int64_t(active_.size());
   check_global_batch(global_, n, "global batch", "the training samples");
   batch_ = global_;
-  steps_ = n / global_;
+  steps_ = whole_batches(n, global_);
 }
 
 std::vector<int64_t> keyed_order(const std::vector<int64_t>& rows, uint64_t key) {

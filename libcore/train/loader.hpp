@@ -72,6 +72,12 @@ using ::sieve::mix64;
 void check_global_batch(int64_t global_batch, int64_t samples, const std::string& key,
                         const std::string& what);
 
+// Optimizer steps in one epoch over `samples`: whole global batches only, the last partial
+// batch left to the next epoch's order (every sampler, and scaled.budget: steps, count so).
+inline int64_t whole_batches(int64_t samples, int64_t global_batch) {
+  return samples / global_batch;
+}
+
 // One warning line (rank 0) when a global batch does not split evenly over the ranks: the
 // gradients are still weighted exactly (each rank's part by its share of the batch), but
 // the ranks' BatchNorm statistics see slightly different batch sizes.

@@ -5,6 +5,7 @@
 
 #include "config/seeds.hpp"
 #include "nn/backend.hpp"
+#include "train/loader.hpp"
 #include "util/log.hpp"
 
 namespace sieve {
@@ -72,7 +73,8 @@ TrainOptions read_train_options(const Config& cfg, const std::string& p) {
 
 std::string match_full_arm_steps(TrainOptions& o, int64_t full_samples, int64_t arm_samples) {
   const int64_t g = std::max<int64_t>(1, o.global_batch);
-  const int64_t full_per_epoch = full_samples / g, arm_per_epoch = arm_samples / g;
+  const int64_t full_per_epoch = whole_batches(full_samples, g);
+  const int64_t arm_per_epoch = whole_batches(arm_samples, g);
   // A batch larger than the arm is refused before training (check_global_batch).
   if (arm_per_epoch <= 0 || arm_per_epoch >= full_per_epoch) return "";
   const double stretch = double(full_per_epoch) / double(arm_per_epoch);

@@ -43,10 +43,12 @@ struct TrainOptions {
 TrainOptions read_train_options(const Config& cfg, const std::string& prefix);
 
 // scaled.budget: steps. An arm of `arm_samples` trains as many epochs as bring its optimizer
-// steps (floor(samples / global_batch) an epoch) nearest to what `full_samples` take in
-// o.epochs, never fewer than o.epochs; the warm-up (in epochs) and the step-decay milestones
-// are stretched by the same ratio of steps an epoch, so they too fall at about the same step.
-// Returns the log line that says so ("" when nothing changes).
+// steps (whole_batches, train/loader.hpp) nearest to what `full_samples` take in o.epochs,
+// never fewer than o.epochs; the warm-up (in epochs) and the step-decay milestones are
+// stretched by the same ratio of steps an epoch, so they too fall at about the same step.
+// Returns the log line that says so ("" when nothing changes). The streaming loader on
+// several ranks may take a few steps fewer an epoch than whole_batches (stream.hpp), in
+// either arm; the match counts the in-memory way, and result.json records the steps taken.
 std::string match_full_arm_steps(TrainOptions& o, int64_t full_samples, int64_t arm_samples);
 
 }  // namespace train

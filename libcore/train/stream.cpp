@@ -141,7 +141,7 @@ StreamSource::StreamSource(const std::string& path, data::Split split, std::vect
   // Chunks go to ranks balanced by active rows (plan_epoch), so with several ranks a rank's
   // share is within one chunk of its proportional share; the steps per epoch are fixed for
   // the whole run from that bound, so every epoch (and every rank) has the same number.
-  steps_ = n / global_;
+  steps_ = whole_batches(n, global_);
   if (size_ > 1)
     for (int64_t b : parts_)
       if (b > 0)

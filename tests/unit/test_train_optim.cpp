@@ -165,8 +165,8 @@ TEST(TrainOptim, SmallerArmMatchesTheFullArmsSteps) {
   EXPECT_EQ(match_full_arm_steps(same, 60000, 59990), "");  // 234 steps an epoch both
   EXPECT_EQ(same.epochs, 8);
 
-  // Whatever the sizes, the arm's steps land within half an epoch of its steps of the full
-  // arm's, and it never trains fewer epochs than asked.
+  // Whatever the sizes, the arm's steps land within half of one of its epochs of the full
+  // arm's steps, and it never trains fewer epochs than asked.
   for (int64_t g : {32, 256, 2048})
     for (int64_t full : {4000, 60000})
       for (int64_t arm : {full / 2 + 7, full * 4 / 5, full - 3 * g})
