@@ -176,23 +176,42 @@ std::vector<float> rank_average(const std::vector<const std::vector<float>*>& sc
 }
 
 std::string over_max_flagged(const std::string& method, const std::vector<uint8_t>& flag,
-                             const int32_t* labels, double max_share) {
+                             const int32_t* labels, double max_share,
+                             const std::vector<std::string>& class_names) {
   std::map<int32_t, std::pair<int64_t, int64_t>> by_class;  // flagged, size
   for (size_t i = 0; i < flag.size(); ++i) {
     auto& [f, m] = by_class[labels[i]];
     f += flag[i] != 0;
     ++m;
   }
-  for (const auto& [c, fm] : by_class) {
-    const auto [f, m] = fm;
-    if (double(f) > max_share * double(m))
-      return cat("filter.method=", method, " flags ", f, " of the ", m, " samples of class ", c,
-                 " (", int(std::lround(100.0 * double(f) / double(m))),
-                 " %), more than config key 'filter.max_flagged' = ", max_share,
-                 " allows: the filtered arm would lose most of that class; check the detector's "
-                 "parameters, or raise filter.max_flagged");
+  struct Over {
+    int32_t label;
+    int64_t flagged, size;
+  };
+  std::vector<Over> over;
+  for (const auto& [c, fm] : by_class)
+    if (double(fm.first) > max_share * double(fm.second)) over.push_back({c, fm.first, fm.second});
+  if (over.empty()) return "";
+  // Every class over the limit, the largest share first: the first one alone would hide
+  // a worse class behind it (a 40 % class named while a 73 % one went unsaid).
+  std::stable_sort(over.begin(), over.end(), [](const Over& a, const Over& b) {
+    return double(a.flagged) * double(b.size) > double(b.flagged) * double(a.size);
+  });
+  constexpr size_t kListed = 5;  // one line, however many classes
+  std::string list;
+  for (size_t i = 0; i < over.size() && i < kListed; ++i) {
+    const Over& o = over[i];
+    const bool named = o.label >= 0 && size_t(o.label) < class_names.size();
+    list += cat(i == 0 ? "" : (i + 1 == over.size() ? " and " : ", "), o.flagged, " of the ",
+                o.size, " samples of class ", o.label,
+                named ? cat(" '", class_names[size_t(o.label)], "'") : std::string(), " (",
+                int(std::lround(100.0 * double(o.flagged) / double(o.size))), " %)");
   }
-  return "";
+  if (over.size() > kListed) list += cat(" and ", over.size() - kListed, " more classes");
+  return cat("filter.method=", method, " flags ", list, ", more than config key ",
+             "'filter.max_flagged' = ", max_share, " allows: the filtered arm would lose most of ",
+             over.size() == 1 ? "that class" : "those classes",
+             "; check the detector's parameters, or raise filter.max_flagged");
 }
 
 }  // namespace sieve::cluster

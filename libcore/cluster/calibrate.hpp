@@ -68,8 +68,10 @@ std::vector<uint8_t> flag_top_per_class(const std::vector<float>& score, const i
 std::vector<float> rank_average(const std::vector<const std::vector<float>*>& scores);
 
 // filter.max_flagged: the largest share of a class a detector may flag. Returns "" when every
-// class is within it, else one line naming the class, the counts and the key.
+// class is within it, else one line naming the key and each class over it (largest share
+// first, at most five, with its name where `class_names` has one) and its counts.
 std::string over_max_flagged(const std::string& method, const std::vector<uint8_t>& flag,
-                             const int32_t* labels, double max_share);
+                             const int32_t* labels, double max_share,
+                             const std::vector<std::string>& class_names = {});
 
 }  // namespace sieve::cluster

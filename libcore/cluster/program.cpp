@@ -114,6 +114,7 @@ struct FilterRun {
   Input in;
   lineage::Lineage from;
   std::vector<uint8_t> truth_flags;  // empty: no ground truth
+  std::vector<std::string> class_names;  // the dataset file's, for messages; may be empty
   int64_t true_count = 0;
   bool compare = false;
   std::vector<Detection> dets;
@@ -180,6 +181,7 @@ void read_truth(FilterRun& r) {
   if (r.truth.empty()) return;
   if (r.truth != r.input) r.same_dataset(r.truth);
   h5::File tf = h5::File::open(r.truth);
+  if (tf.has_attr("/", "class_names")) r.class_names = tf.attr_strings("/", "class_names");
   if (!tf.exists("/train/noise_truth")) {
     log::infof(r.truth, " has no /train/noise_truth: detectors are not scored");
     return;
@@ -380,7 +382,8 @@ Decision decide(const FilterRun& r) {
   // filter.max_flagged: the chosen detector may not empty a class; a compared one that would
   // is reported, and its figures stay in the table.
   for (const auto& d : r.dets) {
-    const std::string why = over_max_flagged(d.method, d.flag, r.in.labels.data(), r.max_flagged);
+    const std::string why =
+        over_max_flagged(d.method, d.flag, r.in.labels.data(), r.max_flagged, r.class_names);
     if (why.empty()) continue;
     if (&d == dec.chosen) throw UsageError(why);
     log::infof("note: ", why);

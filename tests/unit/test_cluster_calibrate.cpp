@@ -131,6 +131,41 @@ TEST(ClusterCalibrate, MaxFlaggedNamesTheKeyAndTheClass) {
   EXPECT_NE(why.find("filter.max_flagged"), std::string::npos) << why;
   EXPECT_NE(why.find("3 of the 4 samples of class 0"), std::string::npos) << why;
   EXPECT_NE(why.find("filter.method=dbscan"), std::string::npos) << why;
+  EXPECT_NE(why.find("lose most of that class"), std::string::npos) << why;
+}
+
+// Every class over the limit is named, the largest share first, with its name where the
+// dataset has one: the first class alone could hide a worse one behind it.
+TEST(ClusterCalibrate, MaxFlaggedNamesEveryClassOverItWorstFirst) {
+  // class 0: 2 of 4 (50 %, at the limit: fine); class 1: 3 of 5 (60 %); class 2: 3 of 4 (75 %)
+  const std::vector<int32_t> labels = {0, 0, 0, 0, 1, 1, 1, 1, 1, 2, 2, 2, 2};
+  const std::vector<uint8_t> flag = {1, 1, 0, 0, 1, 1, 1, 0, 0, 1, 1, 1, 0};
+  const std::string why =
+      over_max_flagged("consensus", flag, labels.data(), 0.5, {"Trouser", "Sandal", "Shirt"});
+  EXPECT_NE(why.find("flags 3 of the 4 samples of class 2 'Shirt' (75 %) and 3 of the 5 "
+                     "samples of class 1 'Sandal' (60 %), more than config key "
+                     "'filter.max_flagged' = 0.5"),
+            std::string::npos)
+      << why;
+  EXPECT_EQ(why.find("class 0"), std::string::npos) << why;
+  EXPECT_NE(why.find("lose most of those classes"), std::string::npos) << why;
+  // Names missing for a label: the index alone.
+  EXPECT_NE(over_max_flagged("knn", flag, labels.data(), 0.5, {"Trouser"})
+                .find("3 of the 4 samples of class 2 (75 %)"),
+            std::string::npos);
+  // Many classes: five listed, the rest counted, still one line.
+  std::vector<int32_t> many;
+  std::vector<uint8_t> all;
+  for (int32_t c = 0; c < 8; ++c)
+    for (int k = 0; k < 2; ++k) {
+      many.push_back(c);
+      all.push_back(1);
+    }
+  const std::string eight = over_max_flagged("knn", all, many.data(), 0.5);
+  EXPECT_NE(eight.find("of class 4 (100 %) and 3 more classes, more than"), std::string::npos)
+      << eight;
+  EXPECT_EQ(eight.find("class 5"), std::string::npos) << eight;
+  EXPECT_EQ(eight.find('\n'), std::string::npos) << eight;
 }
 
 TEST(ClusterCalibrate, RegistryKnowsEveryDetectorOnce) {
