@@ -53,31 +53,60 @@ std::string verdict_key(const Comparison& c) {
   return "too_few";
 }
 
-// Every run as read, marks included.
+// Every run as read, marks included; epochs and optimizer steps last (scaled.budget decides
+// which of the two the arms share; empty where result.json has none).
 void write_runs_csv(const SectionContext& c) {
+  auto count = [](int64_t v) { return v > 0 ? std::to_string(v) : std::string(); };
   std::vector<Row> all;
   for (auto& r : c.data.runs)
-    all.push_back({std::to_string(r.index), r.arm, std::to_string(r.global_batch),
-                   std::to_string(r.requested_batch), std::to_string(r.ranks),
-                   std::to_string(r.per_rank_batch), std::to_string(r.seed), fmt(r.weight_decay),
-                   fmt(r.lr), fmt(r.final_test_acc), fmt(r.best_test_acc), fmt(r.train_acc),
-                   fmt(r.gen_gap), fmt(r.time_to_best_s), fmt(r.images_per_s),
-                   std::to_string(r.samples), r.diverged ? "1" : "0",
+    all.push_back({std::to_string(r.index),
+                   r.arm,
+                   std::to_string(r.global_batch),
+                   std::to_string(r.requested_batch),
+                   std::to_string(r.ranks),
+                   std::to_string(r.per_rank_batch),
+                   std::to_string(r.seed),
+                   fmt(r.weight_decay),
+                   fmt(r.lr),
+                   fmt(r.final_test_acc),
+                   fmt(r.best_test_acc),
+                   fmt(r.train_acc),
+                   fmt(r.gen_gap),
+                   fmt(r.time_to_best_s),
+                   fmt(r.images_per_s),
+                   std::to_string(r.samples),
+                   r.diverged ? "1" : "0",
                    r.diverged ? std::to_string(r.diverged_at_step) : "",
-                   fmt(r.last_eval_test_acc), r.mark(), fmt(r.train_acc_clean)});
-  std::vector<std::string> header = {
-      "index", "arm", "global_batch", "requested_global_batch", "ranks", "per_rank_batch",
-      "seed", "weight_decay", "lr", "final_test_acc", "best_test_acc", "train_acc",
-      "gen_gap", "time_to_best_s", "images_per_s", "samples", "diverged",
-      "diverged_at_step", "last_eval_test_acc", "mark", "train_acc_clean"};
-  // Epochs and optimizer steps last: scaled.budget decides which of the two the arms share.
-  header.insert(header.end(), {"epochs", "steps"});
-  for (size_t i = 0; i < all.size(); ++i) {
-    const RunResult& r = c.data.runs[i];
-    all[i].push_back(r.epochs > 0 ? std::to_string(r.epochs) : "");
-    all[i].push_back(r.steps > 0 ? std::to_string(r.steps) : "");
-  }
-  write_csv(c.dir + "/data/runs.csv", header, all);
+                   fmt(r.last_eval_test_acc),
+                   r.mark(),
+                   fmt(r.train_acc_clean),
+                   count(r.epochs),
+                   count(r.steps)});
+  write_csv(c.dir + "/data/runs.csv",
+            {"index",
+             "arm",
+             "global_batch",
+             "requested_global_batch",
+             "ranks",
+             "per_rank_batch",
+             "seed",
+             "weight_decay",
+             "lr",
+             "final_test_acc",
+             "best_test_acc",
+             "train_acc",
+             "gen_gap",
+             "time_to_best_s",
+             "images_per_s",
+             "samples",
+             "diverged",
+             "diverged_at_step",
+             "last_eval_test_acc",
+             "mark",
+             "train_acc_clean",
+             "epochs",
+             "steps"},
+            all);
 }
 
 // The small table of diverged and collapsed runs (or a sentence saying there are none).
