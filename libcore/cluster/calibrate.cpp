@@ -103,19 +103,32 @@ std::vector<int64_t> counts_for_rate(double rate, const std::vector<int64_t>& es
   return seen;
 }
 
-std::vector<uint8_t> flag_top_per_class(const std::vector<float>& score, const int32_t* labels,
-                                        const std::vector<int64_t>& counts) {
-  std::map<int32_t, std::vector<int64_t>> rows;
-  for (size_t i = 0; i < score.size(); ++i) rows[labels[i]].push_back(int64_t(i));
+std::vector<uint8_t> flag_top_overall(const std::vector<float>& score, const int32_t* labels,
+                                      const std::vector<int64_t>& counts, double max_share) {
+  std::vector<int64_t> room(counts.size(), 0);  // first the class sizes
+  for (size_t i = 0; i < score.size(); ++i) {
+    SIEVE_ASSERT(labels[i] >= 0 && size_t(labels[i]) < counts.size(), "flag_top_overall: label ",
+                 labels[i], " outside the ", counts.size(), " counts");
+    ++room[size_t(labels[i])];
+  }
+  int64_t wanted = 0;
+  for (size_t c = 0; c < counts.size(); ++c) {
+    const int64_t share = int64_t(std::floor(max_share * double(room[c])));
+    room[c] = std::clamp<int64_t>(std::max(counts[c], share), 0, room[c]);
+    wanted += std::max<int64_t>(counts[c], 0);
+  }
+  std::vector<int64_t> order(score.size());
+  std::iota(order.begin(), order.end(), int64_t(0));
+  // Rows ascend, so a stable sort by descending score breaks ties toward the lower row.
+  std::stable_sort(order.begin(), order.end(),
+                   [&](int64_t a, int64_t b) { return score[size_t(a)] > score[size_t(b)]; });
   std::vector<uint8_t> flag(score.size(), 0);
-  for (auto& [c, r] : rows) {
-    SIEVE_ASSERT(c >= 0 && size_t(c) < counts.size(), "flag_top_per_class: label ", c,
-                 " outside the ", counts.size(), " counts");
-    const size_t take = size_t(std::clamp<int64_t>(counts[size_t(c)], 0, int64_t(r.size())));
-    // Rows ascend, so a stable sort by descending score breaks ties toward the lower row.
-    std::stable_sort(r.begin(), r.end(),
-                     [&](int64_t a, int64_t b) { return score[size_t(a)] > score[size_t(b)]; });
-    for (size_t q = 0; q < take; ++q) flag[size_t(r[q])] = 1;
+  for (size_t q = 0; q < order.size() && wanted > 0; ++q) {
+    int64_t& left = room[size_t(labels[order[q]])];
+    if (left == 0) continue;
+    --left;
+    --wanted;
+    flag[size_t(order[q])] = 1;
   }
   return flag;
 }

@@ -7,8 +7,8 @@ namespace sieve::cluster {
 const std::vector<DetectorInfo>& detectors() {
   static const std::vector<DetectorInfo> all = {
       {"consensus", "features + class probabilities (+ training dynamics)",
-       "rank average of the knn, confident and (where recorded) dynamics scores; flags per class "
-       "as many as the confident joint estimates wrong (prune by noise rate)",
+       "rank average of the knn, confident and (where recorded) dynamics scores; flags as many "
+       "as the confident joint estimates wrong, the highest over all classes",
        false, true, true, false, true},
       {"knn", "penultimate features",
        "fraction of the k nearest neighbours (cosine) with another label; flagged above "
@@ -20,7 +20,8 @@ const std::vector<DetectorInfo>& detectors() {
        false, false, true, false, true},
       {"dynamics", "training dynamics (margin at every epoch)",
        "negated area under the margin (mean of assigned logit minus the largest other over the "
-       "epochs); flags per class as many as the confident joint estimates wrong, else AUM < 0",
+       "epochs); flags as many as the confident joint estimates wrong, the highest over all "
+       "classes, else AUM < 0",
        false, false, false, true, true},
       {"dbscan", "2-D embedding, per class",
        "core distance; DBSCAN noise (the paper's method, the reference)", true, false, false, false,

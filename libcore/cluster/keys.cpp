@@ -11,8 +11,9 @@ void add_filter_keys(ConfigSchema& s) {
                "neighbours in feature space), confident (confident learning on class "
                "probabilities), dynamics (area under the margin over pretrain's epochs), dbscan "
                "(the paper's: DBSCAN per class on the embedding), gmm or kmeans; consensus (rank "
-               "average of knn, confident and dynamics, flagging per class as many as the "
-               "confident joint estimates wrong) (docs/detection.md; the names are "
+               "average of knn, confident and dynamics, flagging as many as the confident joint "
+               "estimates wrong, the highest-ranked over all classes) (docs/detection.md; the "
+               "names are "
                "cluster/detectors.cpp's registry, which a test holds equal to this list)",
                {"consensus", "knn", "confident", "dynamics", "dbscan", "gmm", "kmeans"});
   // 0.5: a detector that calls most of a class noise is misconfigured (DBSCAN's eps 0.5 on a
@@ -24,8 +25,9 @@ void add_filter_keys(ConfigSchema& s) {
   s.add_float("filter.noise_rate", 0.0,
               "the share of wrong labels, where it is known (e.g. from relabelling a random "
               "sample): the consensus and dynamics detectors then flag that share of the "
-              "training set, each class keeping the data's own estimate for it and the rest "
-              "spread by class size; 0: estimated from the data, which under-counts noise that "
+              "training set, the highest-scored over all classes (none past "
+              "filter.max_flagged unless the data's own estimate for it is); 0: estimated "
+              "from the data, which under-counts noise that "
               "follows the model's own confusions (instance-dependent; docs/detection.md)",
               0.0, 1.0);
   s.add_bool("filter.compare", true,

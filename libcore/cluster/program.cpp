@@ -121,7 +121,8 @@ struct FilterRun {
   FilterResult clustered;  // of the chosen cluster method, or of the dbscan reference
   bool have_clusters = false;
   NoiseEstimate estimate;
-  std::vector<int64_t> flag_counts;  // per class, what the calibrated decisions flag
+  // Per class, the counts whose sum the calibrated decisions flag (where: flag_top_overall).
+  std::vector<int64_t> flag_counts;
   std::vector<int32_t> suggested;    // the model's most likely class; -1 without probabilities
   bool had_probs = false;
   std::string probs_source;  // in_sample or out_of_fold (cross-fitting); "" for older files
@@ -285,7 +286,8 @@ void run_feature_detectors(FilterRun& r) {
 }
 
 // filter.noise_rate: the user's share of wrong labels replaces the estimated amount
-// (counts_for_rate: the estimate's per-class counts kept, the rest spread by class size).
+// (counts_for_rate: the estimate's per-class counts kept, the rest spread by class size; those
+// counts bound each class, the score says where, flag_top_overall).
 void apply_known_noise_rate(FilterRun& r) {
   const size_t k = size_t(*std::max_element(r.in.labels.begin(), r.in.labels.end())) + 1;
   std::vector<int64_t> size(std::max(k, r.flag_counts.size()), 0);
@@ -296,15 +298,16 @@ void apply_known_noise_rate(FilterRun& r) {
   log::infof("filter.noise_rate ", r.noise_rate, ": the ranked decisions flag ", r.flag_total(),
              " of ", r.in.labels.size(), " samples",
              estimated.empty()
-                 ? std::string(" (no estimate: shared by class size)")
+                 ? std::string(" (no estimate; the highest-scored over all classes)")
                  : cat(" (the data's estimate: ",
                        std::accumulate(estimated.begin(), estimated.end(), int64_t(0)),
-                       ", kept per class where the rate allows; the rest "
-                       "spread by class size)"));
+                       "; the highest-scored over all classes, none past "
+                       "filter.max_flagged where the estimate was not)"));
 }
 
-// The training-dynamics detector and the consensus of the scores, both flagging per class as
-// many as the noise estimate says, or the knn vote where it flags more (combined_counts).
+// The training-dynamics detector and the consensus of the scores, both flagging their highest-
+// scored samples over all classes, as many as the noise estimate says, per class or the knn
+// vote where it flags more (combined_counts), in all (flag_top_overall).
 void run_ranked_detectors(FilterRun& r) {
   const DetectorInfo& consensus = detector("consensus");
   if (!r.estimate.empty()) {
@@ -335,7 +338,7 @@ void run_ranked_detectors(FilterRun& r) {
     for (auto& v : d.score)
       if (std::isnan(v)) v = median;
     if (!r.flag_counts.empty()) {
-      d.flag = flag_top_per_class(d.score, r.in.labels.data(), r.flag_counts);
+      d.flag = flag_top_overall(d.score, r.in.labels.data(), r.flag_counts, r.max_flagged);
     } else {
       d.flag.resize(d.score.size());
       for (size_t i = 0; i < d.score.size(); ++i) d.flag[i] = d.score[i] > 0;  // AUM < 0
@@ -352,7 +355,7 @@ void run_ranked_detectors(FilterRun& r) {
     if (!neg_aum.empty()) scores.push_back(&neg_aum);
     const auto t0 = Clock::now();
     d.score = rank_average(scores);
-    d.flag = flag_top_per_class(d.score, r.in.labels.data(), r.flag_counts);
+    d.flag = flag_top_overall(d.score, r.in.labels.data(), r.flag_counts, r.max_flagged);
     d.seconds = seconds_since(t0);
     r.dets.push_back(std::move(d));
   }
@@ -361,8 +364,10 @@ void run_ranked_detectors(FilterRun& r) {
                " (", 100.0 * double(r.estimate.total()) / double(r.in.n), " %)",
                r.truth_flags.empty() ? std::string() : cat("; ground truth: ", r.true_count));
     if (r.noise_rate == 0)
-      log::infof("calibrated decisions flag ", r.flag_total(),
-                 " (per class the larger of that estimate and the knn vote's count)");
+      log::infof("calibrated decisions flag the ", r.flag_total(),
+                 " highest-scored samples (the sum over classes of the larger of that estimate "
+                 "and the knn vote's count; the score says which classes, none past "
+                 "filter.max_flagged where its own count was not)");
   }
 }
 

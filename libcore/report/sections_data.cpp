@@ -43,10 +43,11 @@ void noise_estimate_paragraph(SectionContext& c, const FilterInfo& f) {
           : f.noise_rate_given > 0
               ? cat("; the ranked decisions flag ", f.noise_flag_total, ", the share ",
                     f.noise_rate_given,
-                    " given by filter.noise_rate (not estimated; each class keeps the estimate's "
-                    "count, the rest spread by class size)")
+                    " given by filter.noise_rate (not estimated), the highest-scored over all "
+                    "classes")
               : cat("; the calibrated decisions flag ", f.noise_flag_total,
-                    " (per class the larger of that estimate and the knn vote's count)"),
+                    " (the sum over classes of the larger of that estimate and the knn vote's "
+                    "count), the highest-scored over all classes"),
           f.noise_truth >= 0 ? cat("; the ground truth has ", f.noise_truth) : std::string(), "."));
 }
 

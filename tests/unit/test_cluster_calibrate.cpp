@@ -53,7 +53,7 @@ PairwiseCase pairwise_case(int flipped) {
 }  // namespace
 
 // On probabilities that point at the true class, the confident joint counts the flipped
-// samples exactly, and flagging that many top-scored samples of each class finds them all.
+// samples exactly, and flagging that many top-scored samples finds them all.
 TEST(ClusterCalibrate, ConfidentJointEstimatesPairwiseNoiseAndPruneFindsIt) {
   for (int flipped : {0, 20, 60}) {
     PairwiseCase c = pairwise_case(flipped);
@@ -64,20 +64,47 @@ TEST(ClusterCalibrate, ConfidentJointEstimatesPairwiseNoiseAndPruneFindsIt) {
     EXPECT_EQ(e.per_class[1], flipped) << flipped;  // the flipped ones now labelled 1
     EXPECT_EQ(e.per_class[2], 0) << flipped;
     EXPECT_EQ(e.class_size[1], 200 + flipped);
-    const auto flag = flag_top_per_class(d.score, c.labels.data(), e.per_class);
+    const auto flag = flag_top_overall(d.score, c.labels.data(), e.per_class, 0.5);
     EXPECT_EQ(flag, c.truth) << flipped;
   }
 }
 
-TEST(ClusterCalibrate, TopPerClassCountsClampAndTiesGoToTheLowerRow) {
-  const std::vector<float> score = {0.5f, 0.9f, 0.5f, 0.5f, 0.1f, 0.3f};
-  const std::vector<int32_t> labels = {0, 0, 0, 0, 1, 1};
-  // class 0: the 0.9, then two of the three tied 0.5s: rows 0 and 2; class 1: asks for 5, has 2.
-  EXPECT_EQ(flag_top_per_class(score, labels.data(), {3, 5}),
-            (std::vector<uint8_t>{1, 1, 1, 0, 1, 1}));
-  EXPECT_EQ(flag_top_per_class(score, labels.data(), {0, 1}),
-            (std::vector<uint8_t>{0, 0, 0, 0, 0, 1}));
-  EXPECT_THROW(flag_top_per_class(score, labels.data(), {1}), Error);  // label 1 has no count
+// The counts say how many, the score says where: the sum of the counts, highest first over all
+// classes, ties to the lower row.
+TEST(ClusterCalibrate, TopOverallTakesTheCountsSumWhereTheScoreIsHighest) {
+  const std::vector<float> score = {0.5f, 0.9f, 0.5f, 0.5f, 0.1f, 0.8f, 0.7f, 0.2f};
+  const std::vector<int32_t> labels = {0, 0, 0, 0, 1, 1, 1, 1};
+  // 3 in all although class 0 asked for all 3: its 0.9, then class 1's 0.8 and 0.7.
+  EXPECT_EQ(flag_top_overall(score, labels.data(), {3, 0}, 1.0),
+            (std::vector<uint8_t>{0, 1, 0, 0, 0, 1, 1, 0}));
+  // 4 in all: then the first of class 0's three tied 0.5s (row 0).
+  EXPECT_EQ(flag_top_overall(score, labels.data(), {1, 3}, 1.0),
+            (std::vector<uint8_t>{1, 1, 0, 0, 0, 1, 1, 0}));
+  EXPECT_EQ(flag_top_overall(score, labels.data(), {0, 0}, 1.0), std::vector<uint8_t>(8, 0));
+  // More than the samples: every sample once.
+  EXPECT_EQ(flag_top_overall(score, labels.data(), {9, 9}, 1.0), std::vector<uint8_t>(8, 1));
+  EXPECT_THROW(flag_top_overall(score, labels.data(), {1}, 1.0), Error);  // label 1: no count
+}
+
+// The score alone never takes a class past max_share (floor of its share of the class) where
+// that class's own count did not ask for more: the rest goes to the next highest elsewhere.
+TEST(ClusterCalibrate, TopOverallKeepsAClassUnderTheShareItsCountDidNotPass) {
+  // Class 0 holds the four highest scores; at most half of it (2) unless it asks for more.
+  const std::vector<float> score = {0.9f, 0.8f, 0.7f, 0.6f, 0.1f, 0.5f, 0.4f, 0.3f};
+  const std::vector<int32_t> labels = {0, 0, 0, 0, 1, 1, 1, 1};
+  struct Case {
+    std::vector<int64_t> counts;
+    double max_share;
+    std::vector<uint8_t> flag;
+    const char* why;
+  };
+  const Case cases[] = {
+      {{1, 3}, 0.5, {1, 1, 0, 0, 0, 1, 1, 0}, "class 0 full at 2: the rest from class 1"},
+      {{3, 1}, 0.5, {1, 1, 1, 0, 0, 1, 0, 0}, "class 0 asks for 3 itself (then refused)"},
+      {{2, 2}, 0.25, {1, 1, 0, 0, 0, 1, 1, 0}, "a class's own count bounds it above the share"},
+  };
+  for (const Case& c : cases)
+    EXPECT_EQ(flag_top_overall(score, labels.data(), c.counts, c.max_share), c.flag) << c.why;
 }
 
 TEST(ClusterCalibrate, CombinedCountsTakeTheLargerPerClass) {

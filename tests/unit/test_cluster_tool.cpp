@@ -343,9 +343,9 @@ TEST(ClusterFilterTool, DefaultConsensusComparesEveryDetectorAgainstTheTruth) {
   EXPECT_FALSE(fs::exists(dir + "/nofeat.h5"));
 }
 
-// consensus: the rank average of knn and confident, flagging per class as many as the
-// confident joint estimates wrong; the estimate is stored beside the truth. Here the
-// background rows look like another class in features and probabilities alike, so the
+// consensus: the rank average of knn and confident, flagging as many as the confident joint
+// estimates wrong, the highest-ranked over all classes; the estimate is stored beside the truth.
+// Here the background rows look like another class in features and probabilities alike, so the
 // estimate is the truth's count and the consensus finds exactly them.
 TEST(ClusterFilterTool, ConsensusFollowsTheEstimatedNoiseRate) {
   std::string dir = test::scratch_dir("cluster_tool_consensus");
@@ -364,8 +364,8 @@ TEST(ClusterFilterTool, ConsensusFollowsTheEstimatedNoiseRate) {
   EXPECT_EQ(f.attr_int("/noise_estimate", "total"), truth);
   EXPECT_EQ(f.read_all<int64_t>("/noise_estimate/class_size"),
             (std::vector<int64_t>{300, 300, 300}));
-  // What the decisions flagged: per class the larger of the estimate and the knn vote's count,
-  // and all of it went to the consensus.
+  // How many the decisions flagged: per class the larger of the estimate and the knn vote's
+  // count, and the consensus flagged their sum.
   const auto flag_counts = f.read_all<int64_t>("/noise_estimate/flag_counts");
   const auto per_class = f.read_all<int64_t>("/noise_estimate/per_class");
   const auto knn_flag = f.read_all<uint8_t>("/detectors/knn/flag");
@@ -429,8 +429,9 @@ TEST(ClusterFilterTool, ConsensusFollowsTheEstimatedNoiseRate) {
 }
 
 // filter.noise_rate: a known share of wrong labels replaces the estimated amount. Twice the
-// true share here (10 % against 5 %): the ranked decisions flag exactly 90 of 900, 30 per
-// class (the estimate's 15 each, the other 45 spread by class size), every true flip first.
+// true share here (10 % against 5 %): the ranked decisions flag exactly 90 of 900, every true
+// flip first; the per-class counts (the estimate's 15 each, the other 45 spread by class size)
+// are what each class may take where that is more than filter.max_flagged allows.
 TEST(ClusterFilterTool, AKnownNoiseRateSetsHowManyTheRankedDecisionsFlag) {
   std::string dir = test::scratch_dir("cluster_tool_noise_rate");
   Synthetic s = make_synthetic(3, 300, 4);
@@ -452,7 +453,7 @@ TEST(ClusterFilterTool, AKnownNoiseRateSetsHowManyTheRankedDecisionsFlag) {
   const auto keep = f.read_all<uint8_t>("/keep");
   EXPECT_EQ(std::count(keep.begin(), keep.end(), uint8_t(0)), 90);
   EXPECT_NE(log.find("filter.noise_rate 0.1: the ranked decisions flag 90 of 900 samples (the "
-                     "data's estimate: 45, kept per class"),
+                     "data's estimate: 45; the highest-scored over all classes"),
             std::string::npos)
       << log;
   // The knn vote keeps its own decision: the rate is for the ranked ones.
@@ -461,7 +462,7 @@ TEST(ClusterFilterTool, AKnownNoiseRateSetsHowManyTheRankedDecisionsFlag) {
 
 // The training-dynamics detector reads pretrain's per-epoch margins (here: the background
 // rows' margins are negative in most epochs, the others positive; every 10th sample was
-// held out and has none). It flags per class as many as the confident joint estimates; the
+// held out and has none). It flags as many as the confident joint estimates; the
 // consensus averages its rank in. A dynamics file of other samples is an error naming it.
 // Clean data (label_noise rate 0): the truth file marks no sample, so recall, AP and AUROC
 // are undefined. The detectors still run and flag, the estimate stands beside a truth of 0,
