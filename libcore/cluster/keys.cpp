@@ -26,7 +26,7 @@ void add_filter_keys(ConfigSchema& s) {
               "the share of wrong labels, where it is known (e.g. from relabelling a random "
               "sample): the consensus and dynamics detectors then flag that share of the "
               "training set, the highest-scored over all classes (none past "
-              "filter.max_flagged unless the data's own estimate for it is); 0: estimated "
+              "filter.max_flagged unless its share of the rate is); 0: estimated "
               "from the data, which under-counts noise that "
               "follows the model's own confusions (instance-dependent; docs/detection.md)",
               0.0, 1.0);
