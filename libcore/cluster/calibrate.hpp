@@ -56,19 +56,19 @@ std::vector<int64_t> combined_counts(const std::vector<int64_t>& estimate,
 std::vector<int64_t> counts_for_rate(double rate, const std::vector<int64_t>& estimated,
                                      const std::vector<int64_t>& class_size);
 
-// Flags the sum of counts samples with the highest score over all classes (ties go to the
-// lower row, so the result is a pure function of the inputs), where no class c takes more than
-// the larger of counts[c] and floor(max_share * its size): the counts say how many, the score
-// says where. Why not counts[c] in each class (cleanlab's prune_by_noise_rate, Sieve's rule
-// until the twenty-first session): the confident joint's per-class estimates err in opposite
-// directions between look-alike classes (T-shirt/top over, Shirt under on Fashion-MNIST's
-// pairwise noise) and their sum errs less than its parts; ranking over all classes is cleanlab's
-// filter_by "low_self_confidence" / "low_normalized_margin". Over 60 scored runs (six data sets,
-// six kinds of noise) the consensus's F1 rose in 32 and fell in 8, by +0.006 on average; with a
-// known noise rate (59 runs), rose in 52 and fell in 3, by +0.033 (docs/detection.md). The bound
-// keeps the score alone from taking a class past filter.max_flagged (max_share) where its own count
-// did not: a class whose labels are half wrong would otherwise be refused on a tie. labels in [0,
-// counts.size()).
+// Flags the sum of counts samples with the highest score over all classes, labels in
+// [0, counts.size()) (ties go to the lower row, so the result is a pure function of the
+// inputs), where no class c takes more than the larger of counts[c] and floor(max_share * its
+// size): the counts say how many, the score says where. Why not counts[c] in each class
+// (cleanlab's prune_by_noise_rate, Sieve's rule until the twenty-first session): the confident
+// joint's per-class estimates err in opposite directions between look-alike classes (T-shirt/top
+// over, Shirt under on Fashion-MNIST's pairwise noise) and their sum errs less than its parts;
+// ranking over all classes is cleanlab's filter_by "low_self_confidence" /
+// "low_normalized_margin". Over 60 scored runs (six data sets, six kinds of noise) the
+// consensus's F1 rose in 32 and fell in 8, by +0.006 on average; with a known noise rate (59
+// runs), it rose in 52 and fell in 3, by +0.033 (docs/detection.md). The bound keeps the score
+// alone from taking a class past filter.max_flagged (max_share) where its own count did not: a
+// class whose labels are half wrong would otherwise be refused on a tie.
 std::vector<uint8_t> flag_top_overall(const std::vector<float>& score, const int32_t* labels,
                                       const std::vector<int64_t>& counts, double max_share);
 

@@ -302,7 +302,7 @@ void apply_known_noise_rate(FilterRun& r) {
                  : cat(" (the data's estimate: ",
                        std::accumulate(estimated.begin(), estimated.end(), int64_t(0)),
                        "; the highest-scored over all classes, none past "
-                       "filter.max_flagged where the estimate was not)"));
+                       "filter.max_flagged where its share of the rate was not)"));
 }
 
 // The training-dynamics detector and the consensus of the scores, both flagging their highest-
