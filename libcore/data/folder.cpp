@@ -57,6 +57,25 @@ std::vector<std::string> class_dirs(const fs::path& root) {
   return names;
 }
 
+// data.class_names renames the classes by position (class k is the k-th sorted directory, as
+// torchvision's ImageFolder numbers them), which is what a list of display names for
+// directories such as ImageNet's wnids wants. A name that is itself one of the directories
+// but at another position would label that directory's images with another class's name
+// (e.g. a config's list in the dataset's usual order over directories sorted by name), so
+// it is an error rather than a silent relabelling.
+void reject_reordered_names(const std::vector<std::string>& names,
+                            const std::vector<std::string>& dirs, const std::string& where) {
+  for (size_t k = 0; k < names.size(); ++k) {
+    auto dir = std::find(dirs.begin(), dirs.end(), names[k]);
+    if (dir == dirs.end() || size_t(dir - dirs.begin()) == k) continue;
+    throw UsageError(cat("data.class_names[", k, "] is '", names[k], "', but class ", k, " of ",
+                         where, " is the directory '", dirs[k], "' and '", names[k], "' is class ",
+                         dir - dirs.begin(),
+                         " (classes are the sorted directory names): list the names in that order, "
+                         "or leave data.class_names out"));
+  }
+}
+
 // Every file under root/<class> for the known classes; counts the ignored ones.
 std::vector<Entry> list_tree(const fs::path& root, const std::vector<std::string>& classes,
                              bool must_match, int64_t* ignored) {
@@ -196,6 +215,7 @@ class FolderSource : public Source {
     if (!names.empty() && names.size() != classes.size())
       throw UsageError(cat("data.class_names has ", names.size(), " names but ", train.string(),
                            " has ", classes.size(), " class directories"));
+    reject_reordered_names(names, classes, train.string());
     meta_.class_names = names.empty() ? classes : names;
     meta_.num_classes = int64_t(classes.size());
   }

@@ -297,3 +297,28 @@ TEST(DataFolder, TrainAndValTreesAndAStratifiedFraction) {
     EXPECT_NE(std::string(e.what()).find("val/c"), std::string::npos) << e.what();
   }
 }
+
+TEST(DataFolder, ClassNamesRenameByPositionButNeverReorderTheDirectories) {
+  std::string root = test::scratch_dir("data_folder_names");
+  for (const char* c : {"Bag", "Coat", "Dress"}) {
+    fs::create_directories(cat(root, "/", c));
+    write_png(cat(root, "/", c, "/0.png"), 8, 8, false, solid(8, 8, {1, 2, 3}));
+  }
+  Comm comm = Comm::world();
+  // Display names for directories (ImageNet's wnids, say) rename class k, the k-th sorted one.
+  auto renamed = open_folder(root, options(false), {"bag", "coat", "dress"}, comm);
+  EXPECT_EQ(renamed->meta().class_names, (std::vector<std::string>{"bag", "coat", "dress"}));
+  // The directories' own names in their own order are accepted as they are.
+  auto same = open_folder(root, options(false), {"Bag", "Coat", "Dress"}, comm);
+  EXPECT_EQ(same->meta().class_names, (std::vector<std::string>{"Bag", "Coat", "Dress"}));
+  // A directory's name at another position would put it on another class's images.
+  try {
+    open_folder(root, options(false), {"Dress", "Coat", "Bag"}, comm);
+    FAIL() << "class names that reorder the directories were accepted";
+  } catch (const UsageError& e) {
+    std::string what = e.what();
+    EXPECT_NE(what.find("data.class_names[0] is 'Dress'"), std::string::npos) << what;
+    EXPECT_NE(what.find("the directory 'Bag'"), std::string::npos) << what;
+    EXPECT_NE(what.find("'Dress' is class 2"), std::string::npos) << what;
+  }
+}
