@@ -8,6 +8,9 @@
 #
 # DATA: fmnist12k (the first 12,000 Fashion-MNIST training images and all 10,000 test images,
 #       configs/fashion_mnist.yaml at width 1/8, 12 epochs), fmnist (all 60,000, same recipe),
+#       fmnistlt (a long tail: class c keeps its first round(6000 x 10^(-c/9)) training images,
+#       6,000 T-shirt/top down to 600 Ankle boot, 24,523 in all; all 10,000 test images; same
+#       recipe: classes as unequal as real data's, which no session tuned for),
 #       quickstart (configs/quickstart.yaml's synthetic images, its own noise switched off),
 #       digits (scikit-learn's 1,797 real 8x8 handwritten digits, from python3-sklearn: a seeded
 #       1,500 / 297 train / test split, configs/fashion_mnist.yaml's extractor as written: data
@@ -26,6 +29,10 @@
 #   recipe trained on the CLEAN labels of every training sample with pretrain.folds=4, each
 #   sample scored out of fold by 1 - p(its given, noisy label), the top |truth| flagged: F1, AP
 #   and AUROC against the truth (unlike the ceiling, it counts the clean samples a model gets wrong).
+# Peer: cleanlab (its find_label_issues with each filter_by, and get_label_quality_scores for AP
+#   and AUROC) on the same /train/probs that Sieve's detectors read, timed in the same run (median
+#   of 3), one row each after Sieve's; from the bench environment (scripts/install_deps.sh
+#   --bench: SIEVE_BENCH_VENV or .venv-bench), skipped with a line saying so where it is absent.
 # Output: DIR (default bench-out/detection)/<cell>/ (the run directory and logs) and
 # DIR/table.md. Needs the build (scripts/test.sh or cmake --build build) and the
 # dataset-fashion-mnist package for the fmnist cells. A cell whose stage fails gets a row
@@ -45,7 +52,7 @@ while [ $# -gt 0 ]; do
     --set) extra+=(--set "$2"); shift 2 ;;
     --ceiling) ceiling=1; shift ;;
     --oracle) oracle=1; shift ;;
-    -h|--help) sed -n '2,31p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,38p' "$0"; exit 0 ;;
     *) echo "bench_detection: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -55,32 +62,48 @@ for t in shard_dataset pretrain extract_features reduce_dims cluster_filter; do
   [ -x "$tools/$t" ] || { echo "bench_detection: $tools/$t not built" >&2; exit 1; }
 done
 
-# The Fashion-MNIST subset: IDX files cut to the first N training images (headers rewritten).
+# The detection peer: cleanlab from the bench environment, where it is installed.
+peer_py="${SIEVE_BENCH_VENV:-$root/.venv-bench}/bin/python"
+if ! { [ -x "$peer_py" ] && "$peer_py" -c "import cleanlab, h5py, sklearn" 2>/dev/null; }; then
+  echo "bench_detection: no cleanlab in ${SIEVE_BENCH_VENV:-$root/.venv-bench} (scripts/install_deps.sh --bench): the peer rows are skipped" >&2
+  peer_py=""
+fi
+
+# The Fashion-MNIST subsets as IDX files (headers rewritten; the test images all kept): the
+# first N training images, or with a ratio R > 1 a long tail, class c keeping its first
+# round(6000 R^(-c/9)) (R = 10: T-shirt/top all 6,000, Ankle boot 600; 24,523 in all).
 fmnist=/usr/share/datasets/fashion-mnist
-subset_idx() {  # subset_idx DIR N
+subset_idx() {  # subset_idx DIR N [R]
   mkdir -p "$1"
-  /usr/bin/python3 - "$fmnist" "$1" "$2" <<'EOF'
+  /usr/bin/python3 - "$fmnist" "$1" "$2" "${3:-1}" <<'EOF'
 import gzip, os, struct, sys
-src, dst, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
+import numpy as np
+src, dst, n, ratio = sys.argv[1], sys.argv[2], int(sys.argv[3]), float(sys.argv[4])
 def read(name):
     for cand in (name, name + ".gz"):
         p = os.path.join(src, cand)
         if os.path.exists(p):
             return (gzip.open if p.endswith(".gz") else open)(p, "rb").read()
     sys.exit(f"bench_detection: {src}/{name}(.gz) missing (apt-get install dataset-fashion-mnist)")
-for stem, cut in (("train-images-idx3-ubyte", n), ("train-labels-idx1-ubyte", n),
-                  ("t10k-images-idx3-ubyte", None), ("t10k-labels-idx1-ubyte", None)):
-    b = read(stem)
+def split(b):  # header dims and the samples as rows of bytes
     ndim = b[3]
     dims = list(struct.unpack(">" + "I" * ndim, b[4:4 + 4 * ndim]))
-    per = 1
-    for d in dims[1:]:
-        per *= d
-    if cut is not None:
-        dims[0] = min(cut, dims[0])
-    head = b[:4] + struct.pack(">" + "I" * ndim, *dims)
-    body = b[4 + 4 * ndim: 4 + 4 * ndim + dims[0] * per]
-    open(os.path.join(dst, stem), "wb").write(head + body)
+    rows = np.frombuffer(b, np.uint8, offset=4 + 4 * ndim).reshape(dims[0], -1)
+    return b[:4], dims, rows
+labels = split(read("train-labels-idx1-ubyte"))[2][:, 0]
+keep = np.arange(min(n, len(labels)))
+if ratio > 1:
+    classes = int(labels.max()) + 1
+    keep = np.sort(np.concatenate([np.flatnonzero(labels == c)[:round(6000 * ratio ** (-c / (classes - 1)))]
+                                   for c in range(classes)]))
+for stem, train in (("train-images-idx3-ubyte", True), ("train-labels-idx1-ubyte", True),
+                    ("t10k-images-idx3-ubyte", False), ("t10k-labels-idx1-ubyte", False)):
+    magic, dims, rows = split(read(stem))
+    if train:
+        rows = rows[keep]
+        dims[0] = len(keep)
+    head = magic + struct.pack(">" + "I" * len(dims), *dims)
+    open(os.path.join(dst, stem), "wb").write(head + rows.tobytes())
 EOF
 }
 
@@ -217,6 +240,46 @@ print(f"| {sys.argv[3]} | {sys.argv[4]} | {T} | {2 * tp[T - 1] / (2 * T):.3f} | 
 EOF
 }
 
+# The peer's rows: cleanlab on the cell's /train/probs (the probabilities Sieve's confident,
+# consensus and count read), scored against /train/noise_truth as Sieve's rows are.
+peer_rows() {  # peer_rows CELL_DIR DATA "KIND RATE"
+  "$peer_py" - "$1/dataset.h5" "$1/features.h5" "$2" "$3" <<'EOF'
+import sys, time, h5py, numpy as np, cleanlab
+from cleanlab.count import num_label_issues
+from cleanlab.filter import find_label_issues
+from cleanlab.rank import get_label_quality_scores
+from sklearn.metrics import average_precision_score, roc_auc_score
+d, f = h5py.File(sys.argv[1], "r"), h5py.File(sys.argv[2], "r")
+row_of = {s: i for i, s in enumerate(d["/train/sample_id"][:])}
+rows = np.array([row_of[s] for s in f["/train/sample_id"][:]])
+truth = d["/train/noise_truth"][:].astype(bool)[rows]
+labels = d["/train/labels"][:].astype(np.int64)[rows]
+probs = f["/train/probs"][:].astype(np.float64)
+probs /= probs.sum(axis=1, keepdims=True)
+estimate = num_label_issues(labels, probs)
+for filter_by, ranked_by in (("prune_by_noise_rate", "self_confidence"), ("both", "self_confidence"),
+                             ("low_self_confidence", "self_confidence"),
+                             ("low_normalized_margin", "normalized_margin")):
+    seconds = []
+    for _ in range(3):
+        t0 = time.perf_counter()
+        flag = find_label_issues(labels, probs, filter_by=filter_by)
+        seconds.append(time.perf_counter() - t0)
+    risk = 1 - get_label_quality_scores(labels, probs, method=ranked_by)
+    name = f"cleanlab {cleanlab.__version__} {filter_by} (peer)"
+    secs = f"{np.median(seconds):.2f}"
+    if not truth.any():  # nothing flipped: nothing to score, as in Sieve's rows
+        print(f"| {sys.argv[3]} | {sys.argv[4]} | {name} | {flag.sum()} | 0 | {estimate} | - | - | - | - | - | {secs} |")
+        continue
+    tp = int((flag & truth).sum())
+    precision, recall = tp / max(int(flag.sum()), 1), tp / int(truth.sum())
+    f1 = 2 * precision * recall / (precision + recall) if tp else 0.0
+    print(f"| {sys.argv[3]} | {sys.argv[4]} | {name} | {flag.sum()} | {truth.sum()} | {estimate} | "
+          f"{precision:.3f} | {recall:.3f} | {f1:.3f} | {average_precision_score(truth, risk):.3f} | "
+          f"{roc_auc_score(truth, risk):.3f} | {secs} |")
+EOF
+}
+
 rm -f "$out/ceiling.md" "$out/oracle.md"
 failed_cells=()
 printf '| data | noise | detector | flagged | true | estimated | precision | recall | F1 | AP | AUROC | s |\n' >"$out/table.md"
@@ -227,9 +290,10 @@ for cell in $cells; do
   rm -rf "$dir"
   mkdir -p "$dir"
   case "$data" in
-    fmnist12k|fmnist)
+    fmnist12k|fmnistlt|fmnist)
       src="$fmnist"
       if [ "$data" = fmnist12k ]; then src="$out/fmnist12k-idx"; subset_idx "$src" 12000; fi
+      if [ "$data" = fmnistlt ]; then src="$out/fmnistlt-idx"; subset_idx "$src" 60000 10; fi
       sets=(--config "$root/configs/fashion_mnist.yaml" --set data.path="$src"
             --set pretrain.model.width=0.125 --set pretrain.epochs=12) ;;
     digits)
@@ -289,6 +353,7 @@ for name in f["/detectors"]:
           f"{a['precision']:.3f} | {a['recall']:.3f} | {a['f1']:.3f} | {a['average_precision']:.3f} | "
           f"{a['auroc']:.3f} | {secs} |")
 EOF
+  if [ -n "$peer_py" ]; then peer_rows "$dir" "$data" "$kind $rate" >>"$out/table.md"; fi
 done
 if [ -s "$out/ceiling.md" ]; then
   printf '\n| data | noise | flipped | clean model prefers the true label |\n|---|---|---|---|\n' >>"$out/table.md"

@@ -3,7 +3,7 @@
 # Idempotent: packages already present are skipped by apt; safe to re-run.
 #   scripts/install_deps.sh          # build, test and run
 #   scripts/install_deps.sh --bench  # also the benchmark peers (PyPI, in .venv-bench: PyTorch,
-#                                    # torchvision, openTSNE, scikit-learn, dbscan, Pillow; ~5 GB)
+#                                    # torchvision, openTSNE, scikit-learn, dbscan, cleanlab, Pillow; ~5 GB)
 set -euo pipefail
 
 packages=(
@@ -61,6 +61,7 @@ if [ "${1:-}" = "--bench" ]; then
   [ -x "$venv/bin/python" ] || python3 -m venv "$venv"
   # The current PyTorch release as users install it (pip install torch torchvision): the
   # training peer of bench_train.sh / bench_dataparallel.sh, in its best CPU and GPU modes.
-  "$venv/bin/pip" install -q --upgrade pillow numpy h5py scikit-learn openTSNE dbscan torch torchvision
-  echo "install_deps: bench environment $venv: $("$venv/bin/python" -c 'import PIL, sklearn, openTSNE, torch; print("Pillow", PIL.__version__, "scikit-learn", sklearn.__version__, "openTSNE", openTSNE.__version__, "torch", torch.__version__)')"
+  # cleanlab: the label-issue peer of bench_detection.sh, on the same probabilities.
+  "$venv/bin/pip" install -q --upgrade pillow numpy h5py scikit-learn openTSNE dbscan torch torchvision cleanlab
+  echo "install_deps: bench environment $venv: $("$venv/bin/python" -c 'import PIL, sklearn, openTSNE, torch, cleanlab; print("Pillow", PIL.__version__, "scikit-learn", sklearn.__version__, "openTSNE", openTSNE.__version__, "torch", torch.__version__, "cleanlab", cleanlab.__version__)')"
 fi
