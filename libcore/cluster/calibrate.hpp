@@ -11,7 +11,8 @@
 // across kinds of noise than any one of them.
 //
 // The estimate: the confident joint C[i][j] counts samples labelled i whose confidently
-// predicted class (argmax{p_j : p_j >= t_j}, t_j the mean self-confidence of class j) is j.
+// predicted class (argmax{p_j : p_j >= t_j}, t_j the mean self-confidence of class j, or of
+// its held-out samples where that is plainly lower: detect.hpp) is j.
 // Calibrated so that each row sums to the class's size n_i, its off-diagonal mass is the
 // estimated number of wrong labels in class i: n_i * (1 - C[i][i] / sum_j C[i][j]).
 #pragma once
@@ -26,6 +27,8 @@ struct NoiseEstimate {
   std::vector<int64_t> joint;       // [classes x classes] confident joint (raw counts)
   std::vector<int64_t> class_size;  // [classes] samples given each label
   std::vector<int64_t> per_class;   // [classes] estimated wrong labels among them
+  std::vector<double> threshold;    // [classes] the self-confidence thresholds t_j
+  std::vector<uint8_t> threshold_from_heldout;  // [classes] 1: t_j is the held-out samples' mean
   int64_t total() const;
   bool empty() const { return classes == 0; }
 };

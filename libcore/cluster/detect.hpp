@@ -91,12 +91,16 @@ Detection detect_knn_vote(const Comm& comm, const float* x, int64_t n, int d, co
 // thresholds from sums passed along the ranks in order, each rank decides its own rows;
 // labels [n] and the result are whole on every rank.
 // `estimate` (if non-null): the noise count per class from the confident joint
-// (calibrate.hpp), whole on every rank.
+// (calibrate.hpp), whole on every rank. `heldout` (if non-null, [n], whole): the rows whose
+// probabilities come from a model that never trained on them (pretrain.holdout); a class whose
+// held-out samples' mean self-confidence lies more than two standard errors below all its
+// samples' takes theirs as its threshold (in-sample probabilities are fitted; detect.cpp).
 Detection detect_confident(const Comm& comm, const RowShare& probs, int64_t n,
-                           const int32_t* labels, NoiseEstimate* estimate = nullptr);
+                           const int32_t* labels, NoiseEstimate* estimate = nullptr,
+                           const uint8_t* heldout = nullptr);
 // Confident learning over probabilities p [n, classes] held whole (one process).
 Detection detect_confident(const float* p, int64_t n, int classes, const int32_t* labels,
-                           NoiseEstimate* estimate = nullptr);
+                           NoiseEstimate* estimate = nullptr, const uint8_t* heldout = nullptr);
 
 // DBSCAN's core distance per sample within its class (the score of the dbscan detector):
 // distance to the (min_samples-1)'th nearest other sample of the same class. A class too

@@ -194,6 +194,38 @@ void align_heldout_areas(std::vector<float>& aum, const std::vector<uint8_t>& he
   for (auto& [label, g] : groups) map_quantiles(aum, std::move(g.first), std::move(g.second));
 }
 
+namespace {
+
+// The dynamics file's column of each of the input's samples `ids` (an id missing from the
+// file is an Error naming it).
+std::vector<size_t> dynamics_columns(h5::File& f, const std::string& path,
+                                     const std::vector<int64_t>& ids) {
+  const std::vector<int64_t> file_ids = f.read_all<int64_t>("/sample_id");
+  std::unordered_map<int64_t, size_t> col;
+  col.reserve(file_ids.size());
+  for (size_t i = 0; i < file_ids.size(); ++i) col[file_ids[i]] = i;
+  std::vector<size_t> out(ids.size());
+  for (size_t i = 0; i < ids.size(); ++i) {
+    auto it = col.find(ids[i]);
+    SIEVE_CHECK(it != col.end(), path, ": sample id ", ids[i],
+                " of the filter input is not in /sample_id (dynamics of another dataset?)");
+    out[i] = it->second;
+  }
+  return out;
+}
+
+// /heldout as the file holds it (empty: a file from before held-out samples were recorded).
+std::vector<uint8_t> heldout_marks(h5::File& f, const std::string& path) {
+  if (!f.exists("/heldout")) return {};
+  const auto hdims = f.require<uint8_t>("/heldout", 1);
+  const auto idims = f.require<int64_t>("/sample_id", 1);
+  SIEVE_CHECK(hdims[0] == idims[0], path, ": /heldout has ", hdims[0], " entries for ", idims[0],
+              " sample ids");
+  return f.read_all<uint8_t>("/heldout");
+}
+
+}  // namespace
+
 std::vector<float> read_aum(const std::string& path, const std::vector<int64_t>& ids) {
   h5::File f = h5::File::open(path);
   h5::require_schema(f, schema::kDynamics);
@@ -203,23 +235,22 @@ std::vector<float> read_aum(const std::string& path, const std::vector<int64_t>&
               " sample ids");
   std::vector<float> aum =
       area_under_margin(f.read_all<float>("/margin"), int64_t(dims[0]), int64_t(dims[1]));
-  if (f.exists("/heldout")) {  // files from before held-out samples were recorded lack it
-    const auto hdims = f.require<uint8_t>("/heldout", 1);
-    SIEVE_CHECK(hdims[0] == idims[0], path, ": /heldout has ", hdims[0], " entries for ", idims[0],
-                " sample ids");
-    align_heldout_areas(aum, f.read_all<uint8_t>("/heldout"), f.read_all<int32_t>("/labels"));
-  }
-  const std::vector<int64_t> file_ids = f.read_all<int64_t>("/sample_id");
-  std::unordered_map<int64_t, size_t> col;
-  col.reserve(file_ids.size());
-  for (size_t i = 0; i < file_ids.size(); ++i) col[file_ids[i]] = i;
+  const std::vector<uint8_t> heldout = heldout_marks(f, path);
+  if (!heldout.empty()) align_heldout_areas(aum, heldout, f.read_all<int32_t>("/labels"));
   std::vector<float> out(ids.size());
-  for (size_t i = 0; i < ids.size(); ++i) {
-    auto it = col.find(ids[i]);
-    SIEVE_CHECK(it != col.end(), path, ": sample id ", ids[i],
-                " of the filter input is not in /sample_id (dynamics of another dataset?)");
-    out[i] = aum[it->second];
-  }
+  const std::vector<size_t> col = dynamics_columns(f, path, ids);
+  for (size_t i = 0; i < ids.size(); ++i) out[i] = aum[col[i]];
+  return out;
+}
+
+std::vector<uint8_t> read_heldout(const std::string& path, const std::vector<int64_t>& ids) {
+  h5::File f = h5::File::open(path);
+  h5::require_schema(f, schema::kDynamics);
+  const std::vector<uint8_t> heldout = heldout_marks(f, path);
+  if (heldout.empty()) return {};
+  std::vector<uint8_t> out(ids.size());
+  const std::vector<size_t> col = dynamics_columns(f, path, ids);
+  for (size_t i = 0; i < ids.size(); ++i) out[i] = heldout[col[i]] != 0;
   return out;
 }
 

@@ -58,6 +58,10 @@ FeatureShares read_feature_shares(const Comm& comm, const std::string& path,
 // shape, is an Error naming the file.
 std::vector<float> read_aum(const std::string& path, const std::vector<int64_t>& ids);
 
+// Which of the input's samples `ids` pretrain held out (never trained on), from the same
+// dynamics file's /heldout: 1 held out, 0 trained; empty where the file predates the mark.
+std::vector<uint8_t> read_heldout(const std::string& path, const std::vector<int64_t>& ids);
+
 // Held-out samples' areas come from a model that never fitted them, so they sit lower than
 // the trained samples' (by how much depends on the data, the class and the epoch count):
 // compared as they are, the held-out share would be flagged first. The held-out part is a

@@ -222,6 +222,28 @@ void run_cluster_methods(FilterRun& r) {
   }
 }
 
+// Which classes' confident-joint thresholds came from their held-out samples, in one line.
+void log_heldout_thresholds(const FilterRun& r) {
+  const NoiseEstimate& e = r.estimate;
+  std::string list;
+  int moved = 0;
+  for (size_t c = 0; c < e.threshold_from_heldout.size(); ++c) {
+    if (!e.threshold_from_heldout[c]) continue;
+    if (++moved > 5) continue;
+    char t[16];
+    std::snprintf(t, sizeof t, "%.3f", e.threshold[c]);
+    list +=
+        cat(moved > 1 ? ", " : "", "class ", c,
+            c < r.class_names.size() ? cat(" '", r.class_names[c], "'") : std::string(), " ", t);
+  }
+  if (moved == 0) return;
+  if (moved > 5) list += cat(" and ", moved - 5, " more");
+  log::infof("confident joint: ", moved, " of ", e.classes,
+             " classes take their held-out samples' mean self-confidence as threshold, plainly "
+             "below their in-sample mean (",
+             list, ")");
+}
+
 // The detectors on pretrain's features and probabilities (knn, confident), the confident
 // joint's noise estimate, and the suggested labels.
 void run_feature_detectors(FilterRun& r) {
@@ -275,10 +297,19 @@ void run_feature_detectors(FilterRun& r) {
         r.probs_source.empty() ? std::string("in sample (no probs_source)") : r.probs_source);
   }
   if (want_confident && r.had_probs) {
+    // In-sample probabilities: the samples pretrain held out say what a class's self-
+    // confidence is on samples not trained as that class (detect.hpp). Out of fold, every
+    // row is such a sample already.
+    std::vector<uint8_t> heldout;
+    if (!r.dynamics_file.empty() && r.probs_source != "out_of_fold") {
+      r.same_dataset(r.dynamics_file);
+      heldout = read_heldout(r.dynamics_file, r.in.ids);
+    }
     const auto t0 = Clock::now();
-    r.dets.push_back(
-        detect_confident(r.ctx.comm, fin.probs, r.in.n, r.in.labels.data(), &r.estimate));
+    r.dets.push_back(detect_confident(r.ctx.comm, fin.probs, r.in.n, r.in.labels.data(),
+                                      &r.estimate, heldout.empty() ? nullptr : heldout.data()));
     r.dets.back().seconds = seconds_since(t0);
+    log_heldout_thresholds(r);
   }
   if (r.compare && !r.had_probs)
     log::infof("no class probabilities in ", r.features.empty() ? "(no features file)" : r.features,
@@ -463,6 +494,8 @@ void write_noise_estimate(h5::File& f, const FilterRun& r) {
   f.create_group("/noise_estimate");
   put(f, "/noise_estimate/per_class", e.per_class);
   put(f, "/noise_estimate/class_size", e.class_size);
+  put(f, "/noise_estimate/threshold", e.threshold);
+  put(f, "/noise_estimate/threshold_from_heldout", e.threshold_from_heldout);
   f.create_dataset<int64_t>("/noise_estimate/confident_joint",
                             {hsize_t(e.classes), hsize_t(e.classes)});
   f.write_rows<int64_t>("/noise_estimate/confident_joint", 0, size_t(e.classes), e.joint.data());

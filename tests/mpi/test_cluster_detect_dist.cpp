@@ -230,6 +230,45 @@ TEST(DetectDistributed, ConfidentEqualsTheSerialDetectorAndTheReference) {
     }
 }
 
+TEST(DetectDistributed, HeldOutThresholdsAreTheSameOnAnyRankCount) {
+  const Data s = make_data(900, 2, 5, 13);
+  // Every third row held out, and those rows' given labels made less sure (as a model is on
+  // samples it never trained on), so that the thresholds move to the held-out means.
+  Data held = s;
+  std::vector<uint8_t> heldout(size_t(s.n), 0);
+  for (int64_t i = 0; i < s.n; i += 3) {
+    heldout[size_t(i)] = 1;
+    float* row = held.p.data() + i * s.c;
+    const float given = row[s.labels[size_t(i)]];
+    row[s.labels[size_t(i)]] = 0.7f * given;
+    for (int j = 0; j < s.c; ++j)
+      if (j != s.labels[size_t(i)]) row[j] += 0.3f * given / float(s.c - 1);
+  }
+  NoiseEstimate plain, serial_est;
+  const Detection before = detect_confident(held.p.data(), s.n, s.c, s.labels.data(), &plain);
+  const Detection serial =
+      detect_confident(held.p.data(), s.n, s.c, s.labels.data(), &serial_est, heldout.data());
+  int moved = 0;
+  for (int c = 0; c < s.c; ++c) {
+    moved += serial_est.threshold_from_heldout[size_t(c)];
+    EXPECT_LT(serial_est.threshold[size_t(c)], plain.threshold[size_t(c)]) << "class " << c;
+  }
+  EXPECT_EQ(moved, s.c);
+  EXPECT_GT(serial_est.total(), plain.total());  // lower thresholds: more confidently elsewhere
+  EXPECT_NE(serial.flag, before.flag);
+  Comms comms;
+  for (const Comm& comm : comms.all()) {
+    SCOPED_TRACE(testing::Message() << comm.size() << " ranks");
+    RowShare share = share_of(comm, held.p, s.c, scrambled(s.n, 9));
+    NoiseEstimate est;
+    Detection det = detect_confident(comm, share, s.n, s.labels.data(), &est, heldout.data());
+    EXPECT_EQ(det.flag, serial.flag);
+    EXPECT_EQ(est.threshold, serial_est.threshold);  // bit-identical: sums in rank order
+    EXPECT_EQ(est.threshold_from_heldout, serial_est.threshold_from_heldout);
+    EXPECT_EQ(est.per_class, serial_est.per_class);
+  }
+}
+
 TEST(DetectDistributed, FeaturesFileReadInBlocksJoinsOnSampleId) {
   Comm world = Comm::world();
   const std::string dir = test::scratch_dir("detect_dist_read");

@@ -148,6 +148,55 @@ TEST(ClusterDetect, ConfidentLearningFlagsOffDiagonalOfTheConfidentJoint) {
   EXPECT_THROW(detect_confident(probs.data(), 7, 3, bad.data()), sieve::Error);
 }
 
+TEST(ClusterDetect, ConfidentThresholdFromHeldOutSamplesWhereTheyArePlainlyLessSure) {
+  // In-sample probabilities are fitted: class 1's trained rows say .95, its four held-out
+  // rows about .70. Row 6, labelled 0, is a class-1 image trained under label 0: its .80 for
+  // class 1 is below the in-sample mean (.85) but above what the model gives class-1 images
+  // it did not train on as class 1.
+  const std::vector<float> probs = {
+      .90f,  .05f,  .05f,  .90f,  .05f, .05f,  .90f,  .05f, .05f,   // y0, trained
+      .90f,  .05f,  .05f,  .90f,  .05f, .05f,  .90f,  .05f, .05f,   // y0, trained
+      .15f,  .80f,  .05f,                                           // y0: a class-1 image
+      .90f,  .05f,  .05f,  .90f,  .05f, .05f,                       // y0, held out
+      .025f, .95f,  .025f, .025f, .95f, .025f, .025f, .95f, .025f,  // y1, trained
+      .025f, .95f,  .025f, .025f, .95f, .025f, .025f, .95f, .025f,  // y1, trained
+      .15f,  .70f,  .15f,  .14f,  .72f, .14f,  .16f,  .68f, .16f,   // y1, held out
+      .15f,  .70f,  .15f,                                           // y1, held out
+      .05f,  .05f,  .90f,  .05f,  .05f, .90f,  .05f,  .05f, .90f,   // y2, trained
+      .025f, .025f, .95f,  .35f,  .35f, .30f,                       // y2, held out
+  };
+  const std::vector<int32_t> y = {0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1,
+                                  1, 1, 1, 1, 1, 1, 1, 2, 2, 2, 2, 2};
+  const std::vector<uint8_t> heldout = {0, 0, 0, 0, 0, 0, 0, 1, 1, 0, 0, 0,
+                                        0, 0, 0, 1, 1, 1, 1, 0, 0, 0, 1, 1};
+  const int64_t n = int64_t(y.size());
+  std::vector<uint8_t> only_row_6(size_t(n), 0);
+  only_row_6[6] = 1;
+
+  NoiseEstimate plain, with_heldout;
+  const Detection before = detect_confident(probs.data(), n, 3, y.data(), &plain);
+  const Detection after =
+      detect_confident(probs.data(), n, 3, y.data(), &with_heldout, heldout.data());
+  // Without the held-out rows: t1 = .85, row 6 has no confident class and is not counted.
+  EXPECT_EQ(before.flag, std::vector<uint8_t>(size_t(n), 0));
+  EXPECT_EQ(plain.per_class, (std::vector<int64_t>{0, 0, 0}));
+  EXPECT_EQ(plain.threshold_from_heldout, (std::vector<uint8_t>{0, 0, 0}));
+  EXPECT_NEAR(plain.threshold[1], .85, 1e-6);
+  // With them: class 1's held-out mean (.70, standard error .008) is 18 standard errors
+  // below .85, so it is the threshold and row 6 is confidently class 1. Class 0's held-out
+  // rows are as sure as its trained ones, and class 2's two (.95, .30) are lower on average
+  // (.625 against .79) but within two of their standard errors (.33): both keep theirs.
+  EXPECT_EQ(after.flag, only_row_6);
+  EXPECT_EQ(with_heldout.threshold_from_heldout, (std::vector<uint8_t>{0, 1, 0}));
+  EXPECT_NEAR(with_heldout.threshold[0], 7.35 / 9, 1e-6);
+  EXPECT_NEAR(with_heldout.threshold[1], .70, 1e-6);
+  EXPECT_NEAR(with_heldout.threshold[2], .79, 1e-6);
+  EXPECT_EQ(with_heldout.per_class, (std::vector<int64_t>{1, 0, 0}));  // 9 x 1/9
+  EXPECT_EQ(with_heldout.class_size, (std::vector<int64_t>{9, 10, 5}));
+  // The score does not depend on the thresholds.
+  EXPECT_EQ(after.score, before.score);
+}
+
 TEST(ClusterDetect, CoreDistanceIsTheDistanceToTheNeighbourDbscanCounts) {
   // 1-D, class 0 at 0, 1, 3, 10; class 1 at 100, 101 (too small for min_samples 3).
   const std::vector<float> x = {0, 1, 3, 10, 100, 101};
