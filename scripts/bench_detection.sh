@@ -52,7 +52,7 @@ while [ $# -gt 0 ]; do
     --set) extra+=(--set "$2"); shift 2 ;;
     --ceiling) ceiling=1; shift ;;
     --oracle) oracle=1; shift ;;
-    -h|--help) sed -n '2,38p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,39p' "$0"; exit 0 ;;
     *) echo "bench_detection: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
 done
