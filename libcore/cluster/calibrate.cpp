@@ -5,6 +5,7 @@
 #include <map>
 #include <numeric>
 
+#include "cluster/detectors.hpp"
 #include "util/error.hpp"
 
 namespace sieve::cluster {
@@ -221,10 +222,19 @@ std::string over_max_flagged(const std::string& method, const std::vector<uint8_
                 int(std::lround(100.0 * double(o.flagged) / double(o.size))), " %)");
   }
   if (over.size() > kListed) list += cat(" and ", over.size() - kListed, " more classes");
+  // A calibrated detector has no parameter to blame: its count is the data's own estimate
+  // (a class whose labels are mostly wrong, such as a small class under symmetric noise on
+  // a long tail), so the one decision left is whether to believe it.
+  const bool it = over.size() == 1;
+  const std::string what_to_do =
+      detector(method).counts_estimated
+          ? cat("; the noise estimate itself puts that many of ", it ? "its" : "their",
+                " labels in doubt (filter.h5's /noise_estimate after a run with the key raised): "
+                "if so many may be wrong there, raise filter.max_flagged knowingly")
+          : std::string("; check the detector's parameters, or raise filter.max_flagged");
   return cat("filter.method=", method, " flags ", list, ", more than config key ",
              "'filter.max_flagged' = ", max_share, " allows: the filtered arm would lose most of ",
-             over.size() == 1 ? "that class" : "those classes",
-             "; check the detector's parameters, or raise filter.max_flagged");
+             it ? "that class" : "those classes", what_to_do);
 }
 
 }  // namespace sieve::cluster

@@ -9,7 +9,7 @@ const std::vector<DetectorInfo>& detectors() {
       {"consensus", "features + class probabilities (+ training dynamics)",
        "rank average of the knn, confident and (where recorded) dynamics scores; flags as many "
        "as the confident joint estimates wrong, the highest over all classes",
-       false, true, true, false, true},
+       false, true, true, false, true, true},
       {"knn", "penultimate features",
        "fraction of the k nearest neighbours (cosine) with another label; flagged above "
        "filter.knn.threshold",
@@ -22,7 +22,7 @@ const std::vector<DetectorInfo>& detectors() {
        "negated area under the margin (mean of assigned logit minus the largest other over the "
        "epochs); flags as many as the confident joint estimates wrong, the highest over all "
        "classes, else AUM < 0",
-       false, false, false, true, true},
+       false, false, false, true, true, true},
       {"dbscan", "2-D embedding, per class",
        "core distance; DBSCAN noise (the paper's method, the reference)", true, false, false, false,
        true},

@@ -17,6 +17,7 @@ struct DetectorInfo {
   bool needs_probs = false;     // /train/probs of the features file
   bool needs_dynamics = false;  // pretrain's dynamics.h5 (per-epoch margins)
   bool reference = false;       // runs beside the chosen one when ground truth exists
+  bool counts_estimated = false;  // flags the per-class counts of the noise estimate (calibrated)
 };
 
 // Every detector, in the order the report lists them.

@@ -159,6 +159,7 @@ TEST(ClusterCalibrate, MaxFlaggedNamesTheKeyAndTheClass) {
   EXPECT_NE(why.find("3 of the 4 samples of class 0"), std::string::npos) << why;
   EXPECT_NE(why.find("filter.method=dbscan"), std::string::npos) << why;
   EXPECT_NE(why.find("lose most of that class"), std::string::npos) << why;
+  EXPECT_NE(why.find("check the detector's parameters"), std::string::npos) << why;
 }
 
 // Every class over the limit is named, the largest share first, with its name where the
@@ -176,6 +177,11 @@ TEST(ClusterCalibrate, MaxFlaggedNamesEveryClassOverItWorstFirst) {
       << why;
   EXPECT_EQ(why.find("class 0"), std::string::npos) << why;
   EXPECT_NE(why.find("lose most of those classes"), std::string::npos) << why;
+  // A calibrated detector's count is the noise estimate's: the line says so, not "parameters".
+  EXPECT_NE(why.find("the noise estimate itself puts that many of their labels in doubt"),
+            std::string::npos)
+      << why;
+  EXPECT_EQ(why.find("parameters"), std::string::npos) << why;
   // Names missing for a label: the index alone.
   EXPECT_NE(over_max_flagged("knn", flag, labels.data(), 0.5, {"Trouser"})
                 .find("3 of the 4 samples of class 2 (75 %)"),
@@ -211,6 +217,9 @@ TEST(ClusterCalibrate, RegistryKnowsEveryDetectorOnce) {
   EXPECT_EQ(detector("knn").name, "knn");
   EXPECT_TRUE(detector("dbscan").clusters);
   EXPECT_TRUE(detector("consensus").needs_probs && detector("consensus").needs_features);
+  // The calibrated decisions are the ones whose counts come from the noise estimate.
+  for (const auto& d : detectors())
+    EXPECT_EQ(d.counts_estimated, d.name == "consensus" || d.name == "dynamics") << d.name;
   try {
     detector("lof");
     ADD_FAILURE() << "an unknown detector must fail";
