@@ -189,6 +189,11 @@ std::vector<float> rank_average(const std::vector<const std::vector<float>*>& sc
   return out;
 }
 
+std::string class_and_name(int64_t c, const std::vector<std::string>& class_names) {
+  const bool named = c >= 0 && size_t(c) < class_names.size();
+  return cat("class ", c, named ? cat(" '", class_names[size_t(c)], "'") : std::string());
+}
+
 std::string over_max_flagged(const std::string& method, const std::vector<uint8_t>& flag,
                              const int32_t* labels, double max_share,
                              const std::vector<std::string>& class_names) {
@@ -215,10 +220,8 @@ std::string over_max_flagged(const std::string& method, const std::vector<uint8_
   std::string list;
   for (size_t i = 0; i < over.size() && i < kListed; ++i) {
     const Over& o = over[i];
-    const bool named = o.label >= 0 && size_t(o.label) < class_names.size();
     list += cat(i == 0 ? "" : (i + 1 == over.size() ? " and " : ", "), o.flagged, " of the ",
-                o.size, " samples of class ", o.label,
-                named ? cat(" '", class_names[size_t(o.label)], "'") : std::string(), " (",
+                o.size, " samples of ", class_and_name(o.label, class_names), " (",
                 int(std::lround(100.0 * double(o.flagged) / double(o.size))), " %)");
   }
   if (over.size() > kListed) list += cat(" and ", over.size() - kListed, " more classes");

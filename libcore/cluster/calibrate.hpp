@@ -81,6 +81,10 @@ std::vector<uint8_t> flag_top_overall(const std::vector<float>& score, const int
 // others (a sample with none gets 0).
 std::vector<float> rank_average(const std::vector<const std::vector<float>*>& scores);
 
+// "class 6 'Shirt'" for log lines and errors: the index, and the dataset's name where
+// `class_names` has one.
+std::string class_and_name(int64_t c, const std::vector<std::string>& class_names);
+
 // filter.max_flagged: the largest share of a class a detector may flag. Returns "" when every
 // class is within it, else one line naming the key and each class over it (largest share
 // first, at most five, with its name where `class_names` has one) and its counts.

@@ -225,19 +225,17 @@ void run_cluster_methods(FilterRun& r) {
 // Which classes' confident-joint thresholds came from their held-out samples, in one line.
 void log_heldout_thresholds(const FilterRun& r) {
   const NoiseEstimate& e = r.estimate;
+  constexpr int kListed = 5;  // one line, however many classes
   std::string list;
   int moved = 0;
   for (size_t c = 0; c < e.threshold_from_heldout.size(); ++c) {
-    if (!e.threshold_from_heldout[c]) continue;
-    if (++moved > 5) continue;
+    if (!e.threshold_from_heldout[c] || ++moved > kListed) continue;
     char t[16];
     std::snprintf(t, sizeof t, "%.3f", e.threshold[c]);
-    list +=
-        cat(moved > 1 ? ", " : "", "class ", c,
-            c < r.class_names.size() ? cat(" '", r.class_names[c], "'") : std::string(), " ", t);
+    list += cat(moved > 1 ? ", " : "", class_and_name(int64_t(c), r.class_names), " ", t);
   }
   if (moved == 0) return;
-  if (moved > 5) list += cat(" and ", moved - 5, " more");
+  if (moved > kListed) list += cat(" and ", moved - kListed, " more");
   log::infof("confident joint: ", moved, " of ", e.classes,
              " classes take their held-out samples' mean self-confidence as threshold, plainly "
              "below their in-sample mean (",
