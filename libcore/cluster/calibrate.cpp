@@ -189,6 +189,11 @@ std::vector<float> rank_average(const std::vector<const std::vector<float>*>& sc
   return out;
 }
 
+bool estimate_in_doubt(double heldout_peak_accuracy, double estimated_share) {
+  const double own_error = (1.0 - heldout_peak_accuracy) - estimated_share;
+  return own_error >= estimated_share;  // false on NaN
+}
+
 std::string class_and_name(int64_t c, const std::vector<std::string>& class_names) {
   const bool named = c >= 0 && size_t(c) < class_names.size();
   return cat("class ", c, named ? cat(" '", class_names[size_t(c)], "'") : std::string());

@@ -81,6 +81,16 @@ std::vector<uint8_t> flag_top_overall(const std::vector<float>& score, const int
 // others (a sample with none gets 0).
 std::vector<float> rank_average(const std::vector<const std::vector<float>*>& scores);
 
+// Whether the confident joint's estimate can be told from the early model's own mistakes.
+// One minus its held-out peak accuracy (against the given labels) is about the share of wrong
+// labels plus the model's own error on clean samples; less the estimated share it is that own
+// error, if the estimate is right. Where that is at least the estimate, the joint cannot
+// separate the two (a weak model's confident errors count as flips; a model that learnt the
+// wrong labels counts none of them), and on the 77 scored runs on disk every such run's
+// estimate was off by a quarter or more, either way: 0.01x-1.55x the truth (docs/detection.md,
+// twenty-third session). False where either figure is NaN (no held-out samples recorded).
+bool estimate_in_doubt(double heldout_peak_accuracy, double estimated_share);
+
 // "class 6 'Shirt'" for log lines and errors: the index, and the dataset's name where
 // `class_names` has one.
 std::string class_and_name(int64_t c, const std::vector<std::string>& class_names);

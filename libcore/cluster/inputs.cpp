@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <numeric>
 #include <unordered_map>
 
@@ -252,6 +253,37 @@ std::vector<uint8_t> read_heldout(const std::string& path, const std::vector<int
   const std::vector<size_t> col = dynamics_columns(f, path, ids);
   for (size_t i = 0; i < ids.size(); ++i) out[i] = heldout[col[i]] != 0;
   return out;
+}
+
+double heldout_peak_accuracy(const std::vector<float>& margin, int64_t epochs, int64_t n,
+                             const std::vector<uint8_t>& heldout) {
+  SIEVE_ASSERT(margin.size() == size_t(epochs * n) && heldout.size() == size_t(n),
+               "heldout_peak_accuracy: ", margin.size(), " margins, ", heldout.size(),
+               " held-out marks, ", epochs, " epochs x ", n);
+  double peak = std::numeric_limits<double>::quiet_NaN();
+  for (int64_t e = 0; e < epochs; ++e) {
+    int64_t seen = 0, right = 0;
+    for (int64_t i = 0; i < n; ++i) {
+      const float m = margin[size_t(e * n + i)];
+      if (!heldout[size_t(i)] || std::isnan(m)) continue;
+      ++seen;
+      right += m > 0.0f;
+    }
+    if (seen > 0 && !(double(right) / double(seen) <= peak)) peak = double(right) / double(seen);
+  }
+  return peak;
+}
+
+double heldout_peak_accuracy(const std::string& path) {
+  h5::File f = h5::File::open(path);
+  h5::require_schema(f, schema::kDynamics);
+  const std::vector<uint8_t> heldout = heldout_marks(f, path);
+  if (heldout.empty()) return std::numeric_limits<double>::quiet_NaN();
+  const auto dims = f.require<float>("/margin", 2);
+  SIEVE_CHECK(dims[1] == heldout.size(), path, ": /margin has ", dims[1], " columns for ",
+              heldout.size(), " held-out marks");
+  return heldout_peak_accuracy(f.read_all<float>("/margin"), int64_t(dims[0]), int64_t(dims[1]),
+                               heldout);
 }
 
 }  // namespace sieve::cluster

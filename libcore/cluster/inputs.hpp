@@ -62,6 +62,16 @@ std::vector<float> read_aum(const std::string& path, const std::vector<int64_t>&
 // dynamics file's /heldout: 1 held out, 0 trained; empty where the file predates the mark.
 std::vector<uint8_t> read_heldout(const std::string& path, const std::vector<int64_t>& ids);
 
+// The early model's held-out accuracy against the given labels at its best recorded epoch:
+// per epoch, the share of held-out samples (`heldout` 1) whose margin is positive (the model
+// predicts their label), the highest over the epochs of a margin table [epochs, n] (NaN: not
+// recorded that epoch). NaN where no held-out sample has a recorded margin.
+double heldout_peak_accuracy(const std::vector<float>& margin, int64_t epochs, int64_t n,
+                             const std::vector<uint8_t>& heldout);
+// The same from pretrain's dynamics file (its /margin and /heldout); NaN where the file
+// predates the held-out marks.
+double heldout_peak_accuracy(const std::string& path);
+
 // Held-out samples' areas come from a model that never fitted them, so they sit lower than
 // the trained samples' (by how much depends on the data, the class and the epoch count):
 // compared as they are, the held-out share would be flagged first. The held-out part is a

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <limits>
 #include <map>
 #include <numeric>
 #include <sstream>
@@ -126,6 +127,10 @@ struct FilterRun {
   std::vector<int32_t> suggested;    // the model's most likely class; -1 without probabilities
   bool had_probs = false;
   std::string probs_source;  // in_sample or out_of_fold (cross-fitting); "" for older files
+  // The early model's held-out peak accuracy from the dynamics file (NaN: none recorded), and
+  // whether its own error is as large as the estimate (log_estimate_in_doubt).
+  double heldout_peak = std::numeric_limits<double>::quiet_NaN();
+  bool estimate_in_doubt = false;
 
   explicit FilterRun(ToolContext& c) : ctx(c), opt(filter_options(c.cfg)) {}
   int64_t flag_total() const {
@@ -240,6 +245,27 @@ void log_heldout_thresholds(const FilterRun& r) {
              " classes take their held-out samples' mean self-confidence as threshold, plainly "
              "below their in-sample mean (",
              list, ")");
+}
+
+// A caution where the early model's own error is as large as the estimate (estimate_in_doubt),
+// with both figures; filter.h5 keeps them (/noise_estimate attrs).
+void log_estimate_in_doubt(FilterRun& r) {
+  if (r.dynamics_file.empty()) return;
+  r.same_dataset(r.dynamics_file);
+  r.heldout_peak = heldout_peak_accuracy(r.dynamics_file);
+  const double share = double(r.estimate.total()) / double(r.in.n);
+  r.estimate_in_doubt = estimate_in_doubt(r.heldout_peak, share);
+  if (!r.estimate_in_doubt) return;
+  char line[160];
+  std::snprintf(line, sizeof line,
+                "the early model misses %.1f %% of its held-out samples' labels at its best "
+                "epoch, %.1f %% more than the %.1f %% estimated wrong",
+                100.0 * (1.0 - r.heldout_peak), 100.0 * (1.0 - r.heldout_peak - share),
+                100.0 * share);
+  log::infof("caution: ", line,
+             ": its own mistakes are as many as the wrong labels it estimates, and the count may "
+             "be far off either way (a quarter or more on every such run measured, "
+             "docs/detection.md); set filter.noise_rate where the rate is known");
 }
 
 // The detectors on pretrain's features and probabilities (knn, confident), the confident
@@ -392,6 +418,7 @@ void run_ranked_detectors(FilterRun& r) {
     log::infof("estimated wrong labels (confident joint): ", r.estimate.total(), " of ", r.in.n,
                " (", 100.0 * double(r.estimate.total()) / double(r.in.n), " %)",
                r.truth_flags.empty() ? std::string() : cat("; ground truth: ", r.true_count));
+    log_estimate_in_doubt(r);
     if (r.noise_rate == 0)
       log::infof("calibrated decisions flag the ", r.flag_total(),
                  " highest-scored samples (the sum over classes of the larger of that estimate "
@@ -502,6 +529,10 @@ void write_noise_estimate(h5::File& f, const FilterRun& r) {
   put(f, "/noise_estimate/flag_counts", r.flag_counts);
   f.set_attr("/noise_estimate", "flag_total", r.flag_total());
   f.set_attr("/noise_estimate", "noise_rate", r.noise_rate);  // 0: the amount was estimated
+  if (!std::isnan(r.heldout_peak)) {
+    f.set_attr("/noise_estimate", "heldout_peak_accuracy", r.heldout_peak);
+    f.set_attr("/noise_estimate", "in_doubt", int64_t(r.estimate_in_doubt));
+  }
   if (!r.truth_flags.empty()) f.set_attr("/noise_estimate", "truth", r.true_count);
 }
 

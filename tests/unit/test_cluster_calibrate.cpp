@@ -264,3 +264,39 @@ TEST(ClusterCalibrate, HeldOutAreasTakeTheTrainedQuantiles) {
   EXPECT_FLOAT_EQ(tied[4], 2.5f);
   EXPECT_FLOAT_EQ(tied[5], 2.5f);
 }
+
+// The held-out accuracy at the best epoch: only held-out columns count, NaN margins are not
+// recorded, and a table with no recorded held-out margin has none.
+TEST(ClusterCalibrate, HeldOutPeakAccuracyIsTheBestEpochsShareOfPositiveMargins) {
+  const float nan = std::nanf("");
+  // 3 epochs x 4 samples; sample 1 is trained (its margins never count).
+  const std::vector<float> m = {1.0f,  5.0f,  -1.0f, -1.0f,  // held out: 1 of 3 right
+                                1.0f,  -5.0f, 1.0f,  nan,    // 2 of 2 recorded right
+                                -1.0f, 1.0f,  -1.0f, 1.0f};  // 1 of 3
+  const std::vector<uint8_t> held = {1, 0, 1, 1};
+  EXPECT_DOUBLE_EQ(heldout_peak_accuracy(m, 3, 4, held), 1.0);
+  const std::vector<float> first_only(m.begin(), m.begin() + 4);
+  EXPECT_DOUBLE_EQ(heldout_peak_accuracy(first_only, 1, 4, held), 1.0 / 3.0);
+  EXPECT_TRUE(std::isnan(heldout_peak_accuracy(m, 3, 4, {0, 0, 0, 0})));
+  EXPECT_TRUE(std::isnan(heldout_peak_accuracy({nan, 1.0f}, 1, 2, {1, 0})));
+  EXPECT_THROW(heldout_peak_accuracy(m, 2, 4, held), Error);
+}
+
+// The caution fires where the model's own error (one minus the held-out peak, less the
+// estimated share) is at least the estimated share. Figures from stored runs
+// (docs/detection.md, twenty-third session).
+TEST(ClusterCalibrate, EstimateInDoubtWhereTheModelsOwnErrorIsAsLargeAsTheEstimate) {
+  // Fashion-MNIST 60 k, symmetric 20 %: own error 0.067 against 0.197.
+  EXPECT_FALSE(estimate_in_doubt(0.736, 0.197));
+  // 12 k, pairwise 5 % (cross-entropy): 0.097 against 0.065; estimate 1.30x the truth.
+  EXPECT_TRUE(estimate_in_doubt(0.838, 0.065));
+  // 60 k, instance 20 %: the model learnt the wrong labels, the estimate is 0.001.
+  EXPECT_TRUE(estimate_in_doubt(0.954, 0.001));
+  // Exactly as large counts; just under does not.
+  EXPECT_TRUE(estimate_in_doubt(0.75, 0.125));
+  EXPECT_FALSE(estimate_in_doubt(0.76, 0.125));
+  // A model better than its labels' estimate allows (own error below zero): no doubt.
+  EXPECT_FALSE(estimate_in_doubt(0.933, 0.317));
+  EXPECT_FALSE(estimate_in_doubt(std::nan(""), 0.1));
+  EXPECT_FALSE(estimate_in_doubt(0.9, std::nan("")));
+}
