@@ -294,6 +294,10 @@ void load_filter(RunData& d) {
       fi.noise_flag_total = f.attr_int("/noise_estimate", "flag_total");
     if (f.has_attr("/noise_estimate", "noise_rate"))
       fi.noise_rate_given = f.attr_double("/noise_estimate", "noise_rate");
+    if (f.has_attr("/noise_estimate", "heldout_peak_accuracy"))
+      fi.heldout_peak = f.attr_double("/noise_estimate", "heldout_peak_accuracy");
+    if (f.has_attr("/noise_estimate", "in_doubt"))
+      fi.estimate_in_doubt = f.attr_int("/noise_estimate", "in_doubt") != 0;
   }
   if (f.has_attr("/", "probs_source")) fi.probs_source = f.attr_string("/", "probs_source");
   if (const std::string csv = label_issues_path(fi.path); fs::exists(csv)) fi.label_issues = csv;

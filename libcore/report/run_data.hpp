@@ -109,6 +109,10 @@ struct FilterInfo {
   int64_t noise_estimate = -1, noise_truth = -1;
   int64_t noise_flag_total = -1;  // what the calibrated decisions flagged (-1: older file)
   double noise_rate_given = 0;    // filter.noise_rate that set that count (0: the estimate did)
+  // The early model's held-out peak accuracy (NaN: not recorded) and whether its own error is
+  // as large as the estimate (cluster/calibrate.hpp, estimate_in_doubt; false: not, or older).
+  double heldout_peak = kNaN;
+  bool estimate_in_doubt = false;
   std::string probs_source;       // in_sample / out_of_fold ("" before cross-fitting)
   std::string label_issues;       // label_issues.csv beside the filter file ("" if absent)
   std::vector<ClassRow> per_class;

@@ -49,6 +49,17 @@ void noise_estimate_paragraph(SectionContext& c, const FilterInfo& f) {
                     " (the sum over classes of the larger of that estimate and the knn vote's "
                     "count), the highest-scored over all classes"),
           f.noise_truth >= 0 ? cat("; the ground truth has ", f.noise_truth) : std::string(), "."));
+  if (f.estimate_in_doubt && f.noise_rate_given == 0 && f.noise_estimate >= 0)
+    c.doc.paragraph(cat(
+        "**Caution: this count may be far off.** The early model misses ",
+        pct(1.0 - f.heldout_peak, 1),
+        " % of its held-out samples' labels at its best epoch, more than "
+        "the estimated share of wrong labels by at least that share again: its own mistakes are "
+        "as many as the wrong labels it estimates, and the confident joint cannot tell the two "
+        "apart (a weak model's confident errors count as flips; a model that learnt the wrong "
+        "labels counts none). On every such run measured the estimate was off by a quarter or "
+        "more, either way (docs/detection.md). The filtered arm removes that count; where the "
+        "share of wrong labels is known, filter.noise_rate sets it."));
 }
 
 // Every detector cluster_filter ran on the same samples, scored against the ground truth:

@@ -552,6 +552,14 @@ TEST(ClusterFilterTool, DynamicsDetectorReadsTheMarginsOfEveryEpoch) {
   EXPECT_NE(log.find("--dynamics"), std::string::npos) << log;
 }
 
+// Held out, of synthetic classes of 300: samples 0-19 and 200-219 of each class, 5 % flipped
+// like the trained ones.
+static std::vector<uint8_t> held_out_blocks(size_t n) {
+  std::vector<uint8_t> held(n);
+  for (size_t i = 0; i < n; ++i) held[i] = (i % 300) / 20 % 10 == 0;
+  return held;
+}
+
 // Held-out samples' margins come from evaluation (pretrain: never trained on them) and sit
 // lower than the trained ones; with /heldout the detector compares each group within itself
 // and finds every flip, without it the held-out clean samples crowd out the trained flips.
@@ -561,9 +569,7 @@ TEST(ClusterFilterTool, DynamicsDetectorPutsHeldOutMarginsOnTheTrainedScale) {
   write_compare_inputs(dir, s);
   const int epochs = 3;
   const size_t n = s.ids.size();
-  // Held out: samples 0-19 and 200-219 of each class, 5 % flipped like the trained ones.
-  std::vector<uint8_t> held(n);
-  for (size_t i = 0; i < n; ++i) held[i] = (i % 300) / 20 % 10 == 0;
+  const std::vector<uint8_t> held = held_out_blocks(n);
   std::vector<float> margin(epochs * n);
   for (int e = 0; e < epochs; ++e)
     for (size_t i = 0; i < n; ++i) {
@@ -591,6 +597,68 @@ TEST(ClusterFilterTool, DynamicsDetectorPutsHeldOutMarginsOnTheTrainedScale) {
   // Unmarked (a file from before held-out margins were recorded, read as one scale): of each
   // class's 15 flagged, the 13 trained flips lose to the 38 held-out clean samples.
   EXPECT_EQ(hits("dyn_unmarked.h5"), 3 * 2);
+}
+
+// The caution (cluster/calibrate.hpp, estimate_in_doubt): where the early model misses as many
+// more held-out labels than the estimate explains as the estimate itself, cluster_filter says
+// so once and filter.h5 keeps the held-out peak and the verdict; a model that gets its clean
+// held-out samples right draws none, and a file without held-out marks records neither.
+TEST(ClusterFilterTool, CautionWhereTheEarlyModelsOwnErrorIsAsLargeAsTheEstimate) {
+  std::string dir = test::scratch_dir("cluster_tool_own_error");
+  Synthetic s = make_synthetic(3, 300, 4);  // flips: every 20th sample of a class (5 %)
+  write_compare_inputs(dir, s);
+  const int epochs = 2;
+  const size_t n = s.ids.size();
+  const std::vector<uint8_t> held = held_out_blocks(n);
+  // Sure: every clean sample's margin positive, every flip's negative. Unsure: besides, every
+  // other clean held-out sample is one the model gets wrong.
+  std::vector<float> sure(epochs * n), unsure(epochs * n);
+  int64_t held_n = 0, held_right_sure = 0, held_right_unsure = 0;
+  for (size_t i = 0; i < n; ++i) {
+    const bool missed = held[i] && !s.noise[i] && i % 2 == 0;
+    for (int e = 0; e < epochs; ++e) {
+      sure[e * n + i] = s.noise[i] ? -1.0f : 1.0f;
+      unsure[e * n + i] = s.noise[i] || missed ? -1.0f : 1.0f;
+    }
+    held_n += held[i];
+    held_right_sure += held[i] && !s.noise[i];
+    held_right_unsure += held[i] && !s.noise[i] && !missed;
+  }
+  write_dynamics(dir + "/sure.h5", sure, epochs, s.ids, s.labels, &held);
+  write_dynamics(dir + "/unsure.h5", unsure, epochs, s.ids, s.labels, &held);
+  write_dynamics(dir + "/unmarked.h5", unsure, epochs, s.ids, s.labels);
+  auto filter = [&](const std::string& dyn, std::string* log) {
+    const std::string out = dir + "/" + dyn + ".filter.h5";
+    EXPECT_EQ(run(compare_inputs(dir) + " --dynamics " + dir + "/" + dyn + " --output " + out, log),
+              0)
+        << *log;
+    return h5::File::open(out);
+  };
+  const std::string kCaution = "caution: the early model misses";
+  std::string log;
+  {
+    h5::File f = filter("sure.h5", &log);
+    EXPECT_EQ(log.find(kCaution), std::string::npos) << log;
+    EXPECT_DOUBLE_EQ(f.attr_double("/noise_estimate", "heldout_peak_accuracy"),
+                     double(held_right_sure) / double(held_n));
+    EXPECT_EQ(f.attr_int("/noise_estimate", "in_doubt"), 0);
+  }
+  {
+    h5::File f = filter("unsure.h5", &log);
+    const double peak = double(held_right_unsure) / double(held_n);
+    EXPECT_DOUBLE_EQ(f.attr_double("/noise_estimate", "heldout_peak_accuracy"), peak);
+    EXPECT_EQ(f.attr_int("/noise_estimate", "in_doubt"), 1);
+    const size_t at = log.find(kCaution);
+    ASSERT_NE(at, std::string::npos) << log;
+    EXPECT_EQ(log.find(kCaution, at + 1), std::string::npos) << log;  // once
+    EXPECT_NE(log.find("filter.noise_rate"), std::string::npos) << log;
+  }
+  {
+    h5::File f = filter("unmarked.h5", &log);
+    EXPECT_FALSE(f.has_attr("/noise_estimate", "heldout_peak_accuracy"));
+    EXPECT_FALSE(f.has_attr("/noise_estimate", "in_doubt"));
+    EXPECT_EQ(log.find(kCaution), std::string::npos) << log;
+  }
 }
 
 // filter.max_flagged: a detector that would flag most of a class is refused in one line

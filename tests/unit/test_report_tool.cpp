@@ -372,7 +372,21 @@ TEST(ReportTool, NoiseEstimateIsShownWithoutScoredDetectors) {
       << md;
   EXPECT_EQ(md.find("the ground truth has"), std::string::npos) << md;
   EXPECT_EQ(md.find("Noise detectors compared against the ground truth"), std::string::npos) << md;
-  // With a known rate (filter.noise_rate) the count is the user's, and the report says so.
+  EXPECT_EQ(md.find("Caution"), std::string::npos) << md;
+  // Where cluster_filter found the early model's own error as large as the estimate, the
+  // report repeats its caution with the held-out figure.
+  {
+    auto f = h5::File::open_rw(dir + "/filter.h5");
+    f.set_attr("/noise_estimate", "heldout_peak_accuracy", 0.8);
+    f.set_attr("/noise_estimate", "in_doubt", int64_t(1));
+  }
+  ASSERT_EQ(run_report(dir, "--overwrite", &out), 0) << out;
+  md = slurp(dir + "/report/index.md");
+  EXPECT_NE(md.find("**Caution: this count may be far off.** The early model misses 20.0 %"),
+            std::string::npos)
+      << md;
+  // With a known rate (filter.noise_rate) the count is the user's, and the report says so
+  // (and the caution about the estimate no longer applies to it).
   {
     auto f = h5::File::open_rw(dir + "/filter.h5");
     f.set_attr("/noise_estimate", "noise_rate", 0.25);
@@ -384,6 +398,7 @@ TEST(ReportTool, NoiseEstimateIsShownWithoutScoredDetectors) {
             std::string::npos)
       << md;
   EXPECT_EQ(md.find("the larger of that estimate"), std::string::npos) << md;
+  EXPECT_EQ(md.find("Caution"), std::string::npos) << md;
 }
 
 // The pretraining section names the early model the features come from and whether the run
