@@ -195,66 +195,6 @@ void align_heldout_areas(std::vector<float>& aum, const std::vector<uint8_t>& he
   for (auto& [label, g] : groups) map_quantiles(aum, std::move(g.first), std::move(g.second));
 }
 
-namespace {
-
-// The dynamics file's column of each of the input's samples `ids` (an id missing from the
-// file is an Error naming it).
-std::vector<size_t> dynamics_columns(h5::File& f, const std::string& path,
-                                     const std::vector<int64_t>& ids) {
-  const std::vector<int64_t> file_ids = f.read_all<int64_t>("/sample_id");
-  std::unordered_map<int64_t, size_t> col;
-  col.reserve(file_ids.size());
-  for (size_t i = 0; i < file_ids.size(); ++i) col[file_ids[i]] = i;
-  std::vector<size_t> out(ids.size());
-  for (size_t i = 0; i < ids.size(); ++i) {
-    auto it = col.find(ids[i]);
-    SIEVE_CHECK(it != col.end(), path, ": sample id ", ids[i],
-                " of the filter input is not in /sample_id (dynamics of another dataset?)");
-    out[i] = it->second;
-  }
-  return out;
-}
-
-// /heldout as the file holds it (empty: a file from before held-out samples were recorded).
-std::vector<uint8_t> heldout_marks(h5::File& f, const std::string& path) {
-  if (!f.exists("/heldout")) return {};
-  const auto hdims = f.require<uint8_t>("/heldout", 1);
-  const auto idims = f.require<int64_t>("/sample_id", 1);
-  SIEVE_CHECK(hdims[0] == idims[0], path, ": /heldout has ", hdims[0], " entries for ", idims[0],
-              " sample ids");
-  return f.read_all<uint8_t>("/heldout");
-}
-
-}  // namespace
-
-std::vector<float> read_aum(const std::string& path, const std::vector<int64_t>& ids) {
-  h5::File f = h5::File::open(path);
-  h5::require_schema(f, schema::kDynamics);
-  const auto dims = f.require<float>("/margin", 2);
-  const auto idims = f.require<int64_t>("/sample_id", 1);
-  SIEVE_CHECK(dims[1] == idims[0], path, ": /margin has ", dims[1], " columns for ", idims[0],
-              " sample ids");
-  std::vector<float> aum =
-      area_under_margin(f.read_all<float>("/margin"), int64_t(dims[0]), int64_t(dims[1]));
-  const std::vector<uint8_t> heldout = heldout_marks(f, path);
-  if (!heldout.empty()) align_heldout_areas(aum, heldout, f.read_all<int32_t>("/labels"));
-  std::vector<float> out(ids.size());
-  const std::vector<size_t> col = dynamics_columns(f, path, ids);
-  for (size_t i = 0; i < ids.size(); ++i) out[i] = aum[col[i]];
-  return out;
-}
-
-std::vector<uint8_t> read_heldout(const std::string& path, const std::vector<int64_t>& ids) {
-  h5::File f = h5::File::open(path);
-  h5::require_schema(f, schema::kDynamics);
-  const std::vector<uint8_t> heldout = heldout_marks(f, path);
-  if (heldout.empty()) return {};
-  std::vector<uint8_t> out(ids.size());
-  const std::vector<size_t> col = dynamics_columns(f, path, ids);
-  for (size_t i = 0; i < ids.size(); ++i) out[i] = heldout[col[i]] != 0;
-  return out;
-}
-
 double heldout_peak_accuracy(const std::vector<float>& margin, int64_t epochs, int64_t n,
                              const std::vector<uint8_t>& heldout) {
   SIEVE_ASSERT(margin.size() == size_t(epochs * n) && heldout.size() == size_t(n),
@@ -274,16 +214,58 @@ double heldout_peak_accuracy(const std::vector<float>& margin, int64_t epochs, i
   return peak;
 }
 
-double heldout_peak_accuracy(const std::string& path) {
+DynamicsFile::DynamicsFile(const std::string& path) : path_(path) {
   h5::File f = h5::File::open(path);
   h5::require_schema(f, schema::kDynamics);
-  const std::vector<uint8_t> heldout = heldout_marks(f, path);
-  if (heldout.empty()) return std::numeric_limits<double>::quiet_NaN();
   const auto dims = f.require<float>("/margin", 2);
-  SIEVE_CHECK(dims[1] == heldout.size(), path, ": /margin has ", dims[1], " columns for ",
-              heldout.size(), " held-out marks");
-  return heldout_peak_accuracy(f.read_all<float>("/margin"), int64_t(dims[0]), int64_t(dims[1]),
-                               heldout);
+  const auto idims = f.require<int64_t>("/sample_id", 1);
+  SIEVE_CHECK(dims[1] == idims[0], path, ": /margin has ", dims[1], " columns for ", idims[0],
+              " sample ids");
+  ids_ = f.read_all<int64_t>("/sample_id");
+  if (f.exists("/heldout")) {
+    const auto hdims = f.require<uint8_t>("/heldout", 1);
+    SIEVE_CHECK(hdims[0] == idims[0], path, ": /heldout has ", hdims[0], " entries for ", idims[0],
+                " sample ids");
+    heldout_ = f.read_all<uint8_t>("/heldout");
+  }
+  const std::vector<float> margin = f.read_all<float>("/margin");
+  const auto epochs = int64_t(dims[0]), n = int64_t(dims[1]);
+  aum_ = area_under_margin(margin, epochs, n);
+  if (heldout_.empty()) {
+    heldout_peak_ = std::numeric_limits<double>::quiet_NaN();
+    return;
+  }
+  align_heldout_areas(aum_, heldout_, f.read_all<int32_t>("/labels"));
+  heldout_peak_ = heldout_peak_accuracy(margin, epochs, n, heldout_);
+}
+
+std::vector<size_t> DynamicsFile::columns_of(const std::vector<int64_t>& ids) const {
+  std::unordered_map<int64_t, size_t> col;
+  col.reserve(ids_.size());
+  for (size_t i = 0; i < ids_.size(); ++i) col[ids_[i]] = i;
+  std::vector<size_t> out(ids.size());
+  for (size_t i = 0; i < ids.size(); ++i) {
+    auto it = col.find(ids[i]);
+    SIEVE_CHECK(it != col.end(), path_, ": sample id ", ids[i],
+                " of the filter input is not in /sample_id (dynamics of another dataset?)");
+    out[i] = it->second;
+  }
+  return out;
+}
+
+std::vector<float> DynamicsFile::aum_of(const std::vector<int64_t>& ids) const {
+  const std::vector<size_t> col = columns_of(ids);
+  std::vector<float> out(ids.size());
+  for (size_t i = 0; i < ids.size(); ++i) out[i] = aum_[col[i]];
+  return out;
+}
+
+std::vector<uint8_t> DynamicsFile::heldout_of(const std::vector<int64_t>& ids) const {
+  if (heldout_.empty()) return {};
+  const std::vector<size_t> col = columns_of(ids);
+  std::vector<uint8_t> out(ids.size());
+  for (size_t i = 0; i < ids.size(); ++i) out[i] = heldout_[col[i]] != 0;
+  return out;
 }
 
 }  // namespace sieve::cluster

@@ -50,17 +50,33 @@ FeatureShares read_feature_shares(const Comm& comm, const std::string& path,
                                   const std::vector<int32_t>& labels, bool want_features,
                                   bool want_probs);
 
-// The training-dynamics detector's input: the area under the margin (mean margin over the
-// recorded epochs) of each of the input's samples `ids`, from pretrain's dynamics.h5
-// (train/dynamics.hpp); NaN for a sample with no recorded epoch. Where the file marks
-// held-out samples (/heldout: margins from evaluation, not training) their areas are put on
-// the trained samples' scale by align_heldout_areas. An id missing from the file, or a wrong
-// shape, is an Error naming the file.
-std::vector<float> read_aum(const std::string& path, const std::vector<int64_t>& ids);
+// pretrain's dynamics.h5 (train/dynamics.hpp, docs/formats.md), read once: cluster_filter
+// takes from it the held-out marks (the confident joint's thresholds), the areas under the
+// margin (the dynamics detector) and the held-out peak accuracy (the estimate's caution).
+// The margin table is reduced on reading and not kept (it is [epochs, N]). A wrong schema or
+// shape is an Error naming the file; so is an id of the input missing from the file.
+class DynamicsFile {
+ public:
+  explicit DynamicsFile(const std::string& path);
+  // The area under the margin (mean margin over the recorded epochs) of each of the input's
+  // samples `ids`; NaN for a sample with no recorded epoch. Where the file marks held-out
+  // samples (/heldout: margins from evaluation, not training) their areas are put on the
+  // trained samples' scale by align_heldout_areas.
+  std::vector<float> aum_of(const std::vector<int64_t>& ids) const;
+  // Which of `ids` pretrain held out (never trained on): 1 held out, 0 trained; empty where
+  // the file predates the mark.
+  std::vector<uint8_t> heldout_of(const std::vector<int64_t>& ids) const;
+  // heldout_peak_accuracy over all the file's samples; NaN where it predates the mark.
+  double heldout_peak() const { return heldout_peak_; }
 
-// Which of the input's samples `ids` pretrain held out (never trained on), from the same
-// dynamics file's /heldout: 1 held out, 0 trained; empty where the file predates the mark.
-std::vector<uint8_t> read_heldout(const std::string& path, const std::vector<int64_t>& ids);
+ private:
+  std::vector<size_t> columns_of(const std::vector<int64_t>& ids) const;
+  std::string path_;
+  std::vector<int64_t> ids_;
+  std::vector<float> aum_;        // per file column, held-out areas aligned
+  std::vector<uint8_t> heldout_;  // per file column; empty: no marks
+  double heldout_peak_;
+};
 
 // The early model's held-out accuracy against the given labels at its best recorded epoch:
 // per epoch, the share of held-out samples (`heldout` 1) whose margin is positive (the model
@@ -68,10 +84,6 @@ std::vector<uint8_t> read_heldout(const std::string& path, const std::vector<int
 // recorded that epoch). NaN where no held-out sample has a recorded margin.
 double heldout_peak_accuracy(const std::vector<float>& margin, int64_t epochs, int64_t n,
                              const std::vector<uint8_t>& heldout);
-// The same from pretrain's dynamics file (its /margin and /heldout); NaN where the file
-// predates the held-out marks.
-double heldout_peak_accuracy(const std::string& path);
-
 // Held-out samples' areas come from a model that never fitted them, so they sit lower than
 // the trained samples' (by how much depends on the data, the class and the epoch count):
 // compared as they are, the held-out share would be flagged first. The held-out part is a

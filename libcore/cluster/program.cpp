@@ -7,6 +7,7 @@
 #include <limits>
 #include <map>
 #include <numeric>
+#include <optional>
 #include <sstream>
 
 #include "cluster/calibrate.hpp"
@@ -131,6 +132,7 @@ struct FilterRun {
   // whether its own error is as large as the estimate (log_estimate_in_doubt).
   double heldout_peak = std::numeric_limits<double>::quiet_NaN();
   bool estimate_in_doubt = false;
+  std::optional<DynamicsFile> dynamics_read;  // dynamics(): empty until first asked for
 
   explicit FilterRun(ToolContext& c) : ctx(c), opt(filter_options(c.cfg)) {}
   int64_t flag_total() const {
@@ -156,6 +158,14 @@ struct FilterRun {
       lineage::require_same_dataset(other, fp, input, from.dataset_fingerprint);
     if (from.dataset_fingerprint.empty()) from.dataset_fingerprint = fp;
     from.inputs.push_back({other, lineage::fingerprint_of(of)});
+  }
+  // pretrain's dynamics file, read on first use, its dataset checked (and listed) once.
+  const DynamicsFile& dynamics() {
+    if (!dynamics_read) {
+      same_dataset(dynamics_file);
+      dynamics_read.emplace(dynamics_file);
+    }
+    return *dynamics_read;
   }
 };
 
@@ -251,8 +261,7 @@ void log_heldout_thresholds(const FilterRun& r) {
 // with both figures; filter.h5 keeps them (/noise_estimate attrs).
 void log_estimate_in_doubt(FilterRun& r) {
   if (r.dynamics_file.empty()) return;
-  r.same_dataset(r.dynamics_file);
-  r.heldout_peak = heldout_peak_accuracy(r.dynamics_file);
+  r.heldout_peak = r.dynamics().heldout_peak();
   const double share = double(r.estimate.total()) / double(r.in.n);
   r.estimate_in_doubt = estimate_in_doubt(r.heldout_peak, share);
   if (!r.estimate_in_doubt) return;
@@ -325,10 +334,8 @@ void run_feature_detectors(FilterRun& r) {
     // confidence is on samples not trained as that class (detect.hpp). Out of fold, every
     // row is such a sample already.
     std::vector<uint8_t> heldout;
-    if (!r.dynamics_file.empty() && r.probs_source != "out_of_fold") {
-      r.same_dataset(r.dynamics_file);
-      heldout = read_heldout(r.dynamics_file, r.in.ids);
-    }
+    if (!r.dynamics_file.empty() && r.probs_source != "out_of_fold")
+      heldout = r.dynamics().heldout_of(r.in.ids);
     const auto t0 = Clock::now();
     r.dets.push_back(detect_confident(r.ctx.comm, fin.probs, r.in.n, r.in.labels.data(),
                                       &r.estimate, heldout.empty() ? nullptr : heldout.data()));
@@ -375,9 +382,8 @@ void run_ranked_detectors(FilterRun& r) {
   // samples have one from evaluation in files written since they are recorded).
   std::vector<float> neg_aum;
   if (!r.dynamics_file.empty() && (r.runs(detector("dynamics")) || r.runs(consensus))) {
-    r.same_dataset(r.dynamics_file);
     const auto t0 = Clock::now();
-    neg_aum = read_aum(r.dynamics_file, r.in.ids);
+    neg_aum = r.dynamics().aum_of(r.in.ids);
     for (auto& v : neg_aum) v = -v;
     Detection d;
     d.method = "dynamics";
