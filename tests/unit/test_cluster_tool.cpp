@@ -2,6 +2,7 @@
 // (ground truth in a dataset file), every method, other input datasets, and bad inputs.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <iostream>
@@ -645,6 +646,11 @@ TEST(ClusterFilterTool, CautionWhereTheEarlyModelsOwnErrorIsAsLargeAsTheEstimate
   }
   {
     h5::File f = filter("unsure.h5", &log);
+    // Read once for the thresholds, the dynamics score and the caution: listed once.
+    const auto inputs = f.attr_strings("/", "inputs");
+    EXPECT_EQ(std::count_if(inputs.begin(), inputs.end(),
+                            [](const std::string& s) { return s.find("unsure.h5") != s.npos; }),
+              1);
     const double peak = double(held_right_unsure) / double(held_n);
     EXPECT_DOUBLE_EQ(f.attr_double("/noise_estimate", "heldout_peak_accuracy"), peak);
     EXPECT_EQ(f.attr_int("/noise_estimate", "in_doubt"), 1);
