@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Every noise detector on data with known label noise of each kind: precision, recall, F1,
 # average precision, AUROC, flagged vs true count, the confident joint's estimate, the
-# seconds of each detector (column s) and the time of each stage. Natural configs, no per-cell tuning (docs/detection.md has the table).
+# seconds of each detector (column s) and the time of each stage. "(in doubt)" after the
+# estimate: cluster_filter's caution fired (the early model's own error is as large as it).
+# Natural configs, no per-cell tuning (docs/detection.md has the table).
 #
 #   scripts/bench_detection.sh [--out DIR] [--cells "DATA:KIND:RATE ..."] [--ceiling] [--oracle]
 #                              [--set key=value ...]
@@ -52,7 +54,7 @@ while [ $# -gt 0 ]; do
     --set) extra+=(--set "$2"); shift 2 ;;
     --ceiling) ceiling=1; shift ;;
     --oracle) oracle=1; shift ;;
-    -h|--help) sed -n '2,39p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,/^[^#]/{/^#/p}' "$0"; exit 0 ;;
     *) echo "bench_detection: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -340,6 +342,8 @@ for cell in $cells; do
 import sys, h5py
 f = h5py.File(sys.argv[1], "r")
 est = f["/noise_estimate"].attrs["total"] if "/noise_estimate" in f else ""
+if "/noise_estimate" in f and f["/noise_estimate"].attrs.get("in_doubt", 0):
+    est = f"{est} (in doubt)"  # cluster_filter's caution: the early model's own error is as large
 chosen = f.attrs["method"]
 chosen = chosen.decode() if isinstance(chosen, bytes) else chosen
 for name in f["/detectors"]:
