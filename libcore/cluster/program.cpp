@@ -264,7 +264,7 @@ void log_estimate_in_doubt(FilterRun& r) {
   r.heldout_peak = r.dynamics().heldout_peak();
   const double share = double(r.estimate.total()) / double(r.in.n);
   r.estimate_in_doubt = estimate_in_doubt(r.heldout_peak, share);
-  if (!r.estimate_in_doubt) return;
+  if (!r.estimate_in_doubt || r.noise_rate > 0) return;  // a given rate replaces the count
   char line[160];
   std::snprintf(line, sizeof line,
                 "the early model misses %.1f %% of its held-out samples' labels at its best "

@@ -59,8 +59,7 @@ void noise_estimate_paragraph(SectionContext& c, const FilterInfo& f) {
         "apart (a weak model's confident errors count as flips; a model that learnt the wrong "
         "labels counts none). On 22 of the 23 such runs measured the estimate was off by a "
         "quarter or more, either way (docs/detection.md). The filtered arm removes that count; "
-        "where the "
-        "share of wrong labels is known, filter.noise_rate sets it."));
+        "where the share of wrong labels is known, filter.noise_rate sets it."));
 }
 
 // Every detector cluster_filter ran on the same samples, scored against the ground truth:

@@ -628,10 +628,11 @@ TEST(ClusterFilterTool, CautionWhereTheEarlyModelsOwnErrorIsAsLargeAsTheEstimate
   write_dynamics(dir + "/sure.h5", sure, epochs, s.ids, s.labels, &held);
   write_dynamics(dir + "/unsure.h5", unsure, epochs, s.ids, s.labels, &held);
   write_dynamics(dir + "/unmarked.h5", unsure, epochs, s.ids, s.labels);
-  auto filter = [&](const std::string& dyn, std::string* log) {
-    const std::string out = dir + "/" + dyn + ".filter.h5";
-    EXPECT_EQ(run(compare_inputs(dir) + " --dynamics " + dir + "/" + dyn + " --output " + out, log),
-              0)
+  auto filter = [&](const std::string& dyn, std::string* log, const std::string& set = "") {
+    const std::string out = dir + "/" + dyn + std::to_string(set.size()) + ".filter.h5";
+    EXPECT_EQ(
+        run(compare_inputs(dir) + " --dynamics " + dir + "/" + dyn + set + " --output " + out, log),
+        0)
         << *log;
     return h5::File::open(out);
   };
@@ -658,6 +659,11 @@ TEST(ClusterFilterTool, CautionWhereTheEarlyModelsOwnErrorIsAsLargeAsTheEstimate
     ASSERT_NE(at, std::string::npos) << log;
     EXPECT_EQ(log.find(kCaution, at + 1), std::string::npos) << log;  // once
     EXPECT_NE(log.find("filter.noise_rate"), std::string::npos) << log;
+  }
+  {  // a rate the user gives replaces the count: the verdict is kept, the advice not given
+    h5::File f = filter("unsure.h5", &log, " --set filter.noise_rate=0.05");
+    EXPECT_EQ(f.attr_int("/noise_estimate", "in_doubt"), 1);
+    EXPECT_EQ(log.find(kCaution), std::string::npos) << log;
   }
   {
     h5::File f = filter("unmarked.h5", &log);
