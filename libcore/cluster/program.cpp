@@ -273,7 +273,7 @@ void log_estimate_in_doubt(FilterRun& r) {
                 100.0 * share);
   log::infof("caution: ", line,
              ": its own mistakes are as many as the wrong labels it estimates, and the count may "
-             "be far off either way (by a quarter or more on 22 of the 23 such runs measured, "
+             "be far off either way (by a quarter or more on most such runs measured, "
              "docs/detection.md); set filter.noise_rate where the rate is known");
 }
 

@@ -57,8 +57,8 @@ void noise_estimate_paragraph(SectionContext& c, const FilterInfo& f) {
         "the estimated share of wrong labels by at least that share again: its own mistakes are "
         "as many as the wrong labels it estimates, and the confident joint cannot tell the two "
         "apart (a weak model's confident errors count as flips; a model that learnt the wrong "
-        "labels counts none). On 22 of the 23 such runs measured the estimate was off by a "
-        "quarter or more, either way (docs/detection.md). The filtered arm removes that count; "
+        "labels counts none). On most such runs measured the estimate was off by a quarter or "
+        "more, either way (docs/detection.md). The filtered arm removes that count; "
         "where the share of wrong labels is known, filter.noise_rate sets it."));
 }
 
