@@ -189,9 +189,12 @@ std::vector<float> rank_average(const std::vector<const std::vector<float>*>& sc
   return out;
 }
 
+double own_error_share(double heldout_peak_accuracy, double estimated_share) {
+  return (1.0 - heldout_peak_accuracy) - estimated_share;
+}
+
 bool estimate_in_doubt(double heldout_peak_accuracy, double estimated_share) {
-  const double own_error = (1.0 - heldout_peak_accuracy) - estimated_share;
-  return own_error >= estimated_share;  // false on NaN
+  return own_error_share(heldout_peak_accuracy, estimated_share) >= estimated_share;  // NaN: no
 }
 
 std::string class_and_name(int64_t c, const std::vector<std::string>& class_names) {

@@ -92,6 +92,8 @@ std::vector<float> rank_average(const std::vector<const std::vector<float>*>& sc
 // Fashion-MNIST pairwise 5 %, 0.751x); it missed 8 of the 31 that were off (docs/detection.md,
 // twenty-third session). False where either figure is NaN (no held-out samples recorded).
 bool estimate_in_doubt(double heldout_peak_accuracy, double estimated_share);
+// That own error: one minus the held-out peak accuracy, less the estimated share.
+double own_error_share(double heldout_peak_accuracy, double estimated_share);
 
 // "class 6 'Shirt'" for log lines and errors: the index, and the dataset's name where
 // `class_names` has one.

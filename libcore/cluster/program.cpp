@@ -269,7 +269,7 @@ void log_estimate_in_doubt(FilterRun& r) {
   std::snprintf(line, sizeof line,
                 "the early model misses %.1f %% of its held-out samples' labels at its best "
                 "epoch, %.1f %% more than the %.1f %% estimated wrong",
-                100.0 * (1.0 - r.heldout_peak), 100.0 * (1.0 - r.heldout_peak - share),
+                100.0 * (1.0 - r.heldout_peak), 100.0 * own_error_share(r.heldout_peak, share),
                 100.0 * share);
   log::infof("caution: ", line,
              ": its own mistakes are as many as the wrong labels it estimates, and the count may "

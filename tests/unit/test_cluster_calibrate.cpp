@@ -290,6 +290,7 @@ TEST(ClusterCalibrate, EstimateInDoubtWhereTheModelsOwnErrorIsAsLargeAsTheEstima
   EXPECT_FALSE(estimate_in_doubt(0.736, 0.197));
   // 12 k, pairwise 5 % (cross-entropy): 0.097 against 0.065; estimate 1.30x the truth.
   EXPECT_TRUE(estimate_in_doubt(0.838, 0.065));
+  EXPECT_NEAR(own_error_share(0.838, 0.065), 0.097, 1e-12);  // the figure the log line gives
   // 60 k, instance 20 %: the model learnt the wrong labels, the estimate is 0.001.
   EXPECT_TRUE(estimate_in_doubt(0.954, 0.001));
   // Exactly as large counts; just under does not.
