@@ -140,6 +140,42 @@ FeatureShares read_feature_shares(const Comm& comm, const std::string& path,
   return out;
 }
 
+TestPredictions read_test_predictions(const Comm& comm, const std::string& path, int classes) {
+  TestPredictions out;
+  h5::File f = h5::File::open(path);
+  if (!f.exists("/test/probs")) return out;
+  SIEVE_CHECK(f.exists("/test/labels"), path, ": /test/probs without /test/labels");
+  out.label = f.read_all<int32_t>("/test/labels");
+  const auto dims = f.require<float>("/test/probs", 2);
+  const int64_t rows = int64_t(out.label.size());
+  SIEVE_CHECK(int64_t(dims[0]) == rows, path, ": mismatched lengths: /test/probs has ", dims[0],
+              " rows, /test/labels ", rows);
+  SIEVE_CHECK(int(dims[1]) == classes, path, ": /test/probs has ", dims[1],
+              " columns, /train/probs ", classes);
+  for (int64_t i = 0; i < rows; ++i)
+    SIEVE_CHECK(out.label[size_t(i)] >= 0 && out.label[size_t(i)] < classes, path,
+                ": /test/labels row ", i, " is ", out.label[size_t(i)],
+                "; expected a class in [0, ", classes, ")");
+  // Each rank its block of rows (the probabilities are [N_test, classes]: 200 MB for an
+  // ImageNet-sized validation split), then every rank the whole prediction column.
+  const Range block = block_range(rows, comm.rank(), comm.size());
+  std::vector<int32_t> predicted_plus_one(size_t(rows), 0);
+  agreed_step(comm, [&] {
+    std::vector<float> p(size_t(block.size()) * size_t(classes));
+    f.read_rows<float>("/test/probs", hsize_t(block.begin), hsize_t(block.size()), p.data());
+    check_finite(p, classes, path + ": /test/probs", block.begin);
+    for (int64_t q = 0; q < block.size(); ++q) {
+      const float* row = p.data() + q * classes;
+      predicted_plus_one[size_t(block.begin + q)] =
+          int32_t(std::max_element(row, row + classes) - row) + 1;
+    }
+  });
+  comm.allreduce_sum(predicted_plus_one.data(), predicted_plus_one.size());  // disjoint rows
+  out.predicted.resize(size_t(rows));
+  for (int64_t i = 0; i < rows; ++i) out.predicted[size_t(i)] = predicted_plus_one[size_t(i)] - 1;
+  return out;
+}
+
 std::vector<float> area_under_margin(const std::vector<float>& margin, int64_t epochs, int64_t n) {
   SIEVE_CHECK(margin.size() == size_t(epochs) * size_t(n), "training dynamics: ", margin.size(),
               " margins for ", epochs, " epochs x ", n, " samples");

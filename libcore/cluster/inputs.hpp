@@ -50,6 +50,16 @@ FeatureShares read_feature_shares(const Comm& comm, const std::string& path,
                                   const std::vector<int32_t>& labels, bool want_features,
                                   bool want_probs);
 
+// The test split's labels and the model's most likely class for each of its samples
+// (/test/labels, and the argmax of /test/probs: `classes` columns, as /train/probs), whole on
+// every rank (each reads a block of rows of the probabilities). Empty where the file has no
+// /test/probs (features.test: false). A wrong shape, a label outside the classes or a NaN is
+// an Error naming the file and dataset, raised alike on every rank.
+struct TestPredictions {
+  std::vector<int32_t> label, predicted;
+};
+TestPredictions read_test_predictions(const Comm& comm, const std::string& path, int classes);
+
 // pretrain's dynamics.h5 (train/dynamics.hpp, docs/formats.md), read once: cluster_filter
 // takes from it the held-out marks (the confident joint's thresholds), the areas under the
 // margin (the dynamics detector) and the held-out peak accuracy (the estimate's caution).

@@ -30,6 +30,14 @@ void add_filter_keys(ConfigSchema& s) {
               "from the data, which under-counts noise that "
               "follows the model's own confusions (instance-dependent; docs/detection.md)",
               0.0, 1.0);
+  // On by default: where the model's errors are as many as the wrong labels, the confident
+  // joint and the knn vote count its mistakes on hard clean images too (1.6-2.0x the truth at
+  // 5 % on a 12 k Fashion-MNIST subset); docs/detection.md has the 112 runs it was checked on.
+  s.add_bool("filter.test_bound", true,
+             "cap the number the consensus and dynamics detectors flag where the early model's "
+             "confusion on the test split (its labels taken as clean) plainly puts fewer labels "
+             "wrong: at that estimate plus two standard errors (cluster/confusion_count.hpp); "
+             "false where the test labels are no cleaner than the training ones");
   s.add_bool("filter.compare", true,
              "where the dataset has /train/noise_truth, also run the other detectors (dbscan, "
              "knn, confident) and score each against it (precision, recall, F1, PR curve)");

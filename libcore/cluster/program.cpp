@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "cluster/calibrate.hpp"
+#include "cluster/confusion_count.hpp"
 #include "cluster/detect.hpp"
 #include "cluster/detectors.hpp"
 #include "cluster/filter.hpp"
@@ -132,6 +133,11 @@ struct FilterRun {
   // whether its own error is as large as the estimate (log_estimate_in_doubt).
   double heldout_peak = std::numeric_limits<double>::quiet_NaN();
   bool estimate_in_doubt = false;
+  // filter.test_bound: the count from the test split's confusion (empty: not estimated) and
+  // the cap it put on flag_counts (-1: none).
+  bool test_bound = true;
+  std::optional<ConfusionCount> confusion;
+  int64_t confusion_cap_applied = -1;
   std::optional<DynamicsFile> dynamics_read;  // dynamics(): empty until first asked for
 
   explicit FilterRun(ToolContext& c) : ctx(c), opt(filter_options(c.cfg)) {}
@@ -186,6 +192,7 @@ void resolve_paths(FilterRun& r) {
   r.knn_threshold = ctx.cfg.get_float("filter.knn.threshold");
   r.max_flagged = ctx.cfg.get_float("filter.max_flagged");
   r.noise_rate = ctx.cfg.get_float("filter.noise_rate");
+  r.test_bound = ctx.cfg.get_bool("filter.test_bound");
   if (!detector(r.opt.method).clusters && r.features.empty())
     throw UsageError(cat("filter.method=", r.opt.method, ": needs the features file (",
                          paths.features(), " or --features FILE)"));
@@ -264,7 +271,9 @@ void log_estimate_in_doubt(FilterRun& r) {
   r.heldout_peak = r.dynamics().heldout_peak();
   const double share = double(r.estimate.total()) / double(r.in.n);
   r.estimate_in_doubt = estimate_in_doubt(r.heldout_peak, share);
-  if (!r.estimate_in_doubt || r.noise_rate > 0) return;  // a given rate replaces the count
+  // A given rate replaces the count; a cap from the test split (apply_confusion_cap) has
+  // replaced it with an estimate that does not rest on the model's own mistakes.
+  if (!r.estimate_in_doubt || r.noise_rate > 0 || r.confusion_cap_applied >= 0) return;
   char line[160];
   std::snprintf(line, sizeof line,
                 "the early model misses %.1f %% of its held-out samples' labels at its best "
@@ -275,6 +284,57 @@ void log_estimate_in_doubt(FilterRun& r) {
              ": its own mistakes are as many as the wrong labels it estimates, and the count may "
              "be far off either way (by a quarter or more on most such runs measured, "
              "docs/detection.md); set filter.noise_rate where the rate is known");
+}
+
+// filter.test_bound: the wrong labels the early model's confusion on the test split implies
+// (confusion_count.hpp), from the held-out samples' predictions (the suggested labels) and the
+// test split's. In-sample probabilities only: out of fold, the held-out rows' model is not the
+// test split's. Nothing where the features file has no test probabilities.
+void estimate_from_confusion(FilterRun& r, const std::vector<uint8_t>& heldout, int classes) {
+  const TestPredictions test = read_test_predictions(r.ctx.comm, r.features, classes);
+  if (test.label.empty()) return;
+  ConfusionSamples s;
+  s.classes = classes;
+  s.test_label = test.label;
+  s.test_predicted = test.predicted;
+  for (size_t i = 0; i < heldout.size(); ++i) {
+    if (!heldout[i]) continue;
+    s.heldout_label.push_back(r.in.labels[i]);
+    s.heldout_predicted.push_back(r.suggested[i]);
+  }
+  r.confusion = count_from_confusion(s, r.estimate.class_size, r.opt.seed);
+}
+
+// The test split's count (estimate_from_confusion) in one line, and the cap it puts on the
+// calibrated decisions' count where it plainly says fewer are wrong (confusion_cap), the
+// per-class counts scaled down alike (counts_for_rate). A known filter.noise_rate replaces
+// the count, so nothing is capped then.
+void apply_confusion_cap(FilterRun& r) {
+  if (!r.confusion) return;
+  const ConfusionCount& c = *r.confusion;
+  if (!c.usable) {
+    log::infof("test split's count: none (", c.why_not, ")");
+    return;
+  }
+  const std::optional<int64_t> cap = confusion_cap(c);
+  char figures[96];
+  std::snprintf(figures, sizeof figures, "%.0f +- %.0f", std::max(c.wrong, 0.0),
+                2.0 * c.standard_error);
+  log::infof(
+      "test split's count: ", figures,
+      " wrong labels (2 standard errors), from the early model's confusion on the ", c.test,
+      " test samples (labels taken as clean) against its ", c.heldout,
+      " held-out samples, if the noise depends on the class and not the image",
+      cap ? std::string() : std::string("; no shift plainly above zero, so it bounds nothing"));
+  if (!cap || r.noise_rate > 0 || r.flag_total() <= *cap) return;
+  const int64_t counted = r.flag_total();
+  std::vector<int64_t> size(r.flag_counts.size(), 0);
+  for (int32_t y : r.in.labels) ++size[size_t(y)];
+  r.flag_counts = counts_for_rate(double(*cap) / double(r.in.n), r.flag_counts, size);
+  r.confusion_cap_applied = *cap;
+  log::infof("the calibrated decisions flag at most that estimate plus two standard errors, ", *cap,
+             ", not the ", counted,
+             " the confident joint and the knn vote count (filter.test_bound)");
 }
 
 // The detectors on pretrain's features and probabilities (knn, confident), the confident
@@ -341,6 +401,7 @@ void run_feature_detectors(FilterRun& r) {
                                       &r.estimate, heldout.empty() ? nullptr : heldout.data()));
     r.dets.back().seconds = seconds_since(t0);
     log_heldout_thresholds(r);
+    if (r.test_bound && !heldout.empty()) estimate_from_confusion(r, heldout, fin.probs.width);
   }
   if (r.compare && !r.had_probs)
     log::infof("no class probabilities in ", r.features.empty() ? "(no features file)" : r.features,
@@ -376,6 +437,11 @@ void run_ranked_detectors(FilterRun& r) {
     const Detection* knn = r.find("knn");
     r.flag_counts = knn ? combined_counts(r.estimate.per_class, knn->flag, r.in.labels.data())
                         : r.estimate.per_class;
+    log::infof("estimated wrong labels (confident joint): ", r.estimate.total(), " of ", r.in.n,
+               " (", 100.0 * double(r.estimate.total()) / double(r.in.n), " %)",
+               r.truth_flags.empty() ? std::string() : cat("; ground truth: ", r.true_count));
+    apply_confusion_cap(r);
+    log_estimate_in_doubt(r);
   }
   if (r.noise_rate > 0) apply_known_noise_rate(r);
   // Training dynamics: the negated area under the margin (NaN: no epoch recorded; held-out
@@ -420,17 +486,14 @@ void run_ranked_detectors(FilterRun& r) {
     d.seconds = seconds_since(t0);
     r.dets.push_back(std::move(d));
   }
-  if (!r.estimate.empty()) {
-    log::infof("estimated wrong labels (confident joint): ", r.estimate.total(), " of ", r.in.n,
-               " (", 100.0 * double(r.estimate.total()) / double(r.in.n), " %)",
-               r.truth_flags.empty() ? std::string() : cat("; ground truth: ", r.true_count));
-    log_estimate_in_doubt(r);
-    if (r.noise_rate == 0)
-      log::infof("calibrated decisions flag the ", r.flag_total(),
-                 " highest-scored samples (the sum over classes of the larger of that estimate "
-                 "and the knn vote's count; the score says which classes, none past "
-                 "filter.max_flagged where its own count was not)");
-  }
+  if (!r.estimate.empty() && r.noise_rate == 0)
+    log::infof("calibrated decisions flag the ", r.flag_total(), " highest-scored samples (",
+               r.confusion_cap_applied >= 0
+                   ? std::string("the test split's cap")
+                   : std::string("the sum over classes of the larger of the joint's estimate "
+                                 "and the knn vote's count"),
+               "; the score says which classes, none past filter.max_flagged where its own count "
+               "was not)");
 }
 
 // What the chosen detector's flags make of the data: the keep mask, the per-class table, the
@@ -538,6 +601,11 @@ void write_noise_estimate(h5::File& f, const FilterRun& r) {
   if (!std::isnan(r.heldout_peak)) {
     f.set_attr("/noise_estimate", "heldout_peak_accuracy", r.heldout_peak);
     f.set_attr("/noise_estimate", "in_doubt", int64_t(r.estimate_in_doubt));
+  }
+  if (r.confusion && r.confusion->usable) {
+    f.set_attr("/noise_estimate", "test_split_wrong", r.confusion->wrong);
+    f.set_attr("/noise_estimate", "test_split_standard_error", r.confusion->standard_error);
+    f.set_attr("/noise_estimate", "test_split_cap", r.confusion_cap_applied);
   }
   if (!r.truth_flags.empty()) f.set_attr("/noise_estimate", "truth", r.true_count);
 }

@@ -298,6 +298,11 @@ void load_filter(RunData& d) {
       fi.heldout_peak = f.attr_double("/noise_estimate", "heldout_peak_accuracy");
     if (f.has_attr("/noise_estimate", "in_doubt"))
       fi.estimate_in_doubt = f.attr_int("/noise_estimate", "in_doubt") != 0;
+    if (f.has_attr("/noise_estimate", "test_split_wrong")) {
+      fi.test_split_wrong = f.attr_double("/noise_estimate", "test_split_wrong");
+      fi.test_split_standard_error = f.attr_double("/noise_estimate", "test_split_standard_error");
+      fi.test_split_cap = f.attr_int("/noise_estimate", "test_split_cap");
+    }
   }
   if (f.has_attr("/", "probs_source")) fi.probs_source = f.attr_string("/", "probs_source");
   if (const std::string csv = label_issues_path(fi.path); fs::exists(csv)) fi.label_issues = csv;

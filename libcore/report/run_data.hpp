@@ -113,6 +113,10 @@ struct FilterInfo {
   // as large as the estimate (cluster/calibrate.hpp, estimate_in_doubt; false: not, or older).
   double heldout_peak = kNaN;
   bool estimate_in_doubt = false;
+  // The count from the early model's confusion on the test split (cluster/confusion_count.hpp;
+  // NaN: not estimated) and the cap it put on the calibrated decisions (-1: none).
+  double test_split_wrong = kNaN, test_split_standard_error = kNaN;
+  int64_t test_split_cap = -1;
   std::string probs_source;       // in_sample / out_of_fold ("" before cross-fitting)
   std::string label_issues;       // label_issues.csv beside the filter file ("" if absent)
   std::vector<ClassRow> per_class;

@@ -46,10 +46,28 @@ void noise_estimate_paragraph(SectionContext& c, const FilterInfo& f) {
                     " given by filter.noise_rate (not estimated), the highest-scored over all "
                     "classes")
               : cat("; the calibrated decisions flag ", f.noise_flag_total,
-                    " (the sum over classes of the larger of that estimate and the knn vote's "
-                    "count), the highest-scored over all classes"),
+                    f.test_split_cap >= 0
+                        ? std::string(" (capped by the test split's count below)")
+                        : std::string(" (the sum over classes of the larger of that estimate and "
+                                      "the knn vote's count)"),
+                    ", the highest-scored over all classes"),
           f.noise_truth >= 0 ? cat("; the ground truth has ", f.noise_truth) : std::string(), "."));
-  if (f.estimate_in_doubt && f.noise_rate_given == 0 && f.noise_estimate >= 0)
+  if (!std::isnan(f.test_split_wrong))
+    c.doc.paragraph(cat(
+        "The early model's confusion on the test split (its labels taken as clean), against its "
+        "predictions on the held-out training samples, puts ",
+        fixed(std::max(f.test_split_wrong, 0.0), 0), " ± ",
+        fixed(2.0 * f.test_split_standard_error, 0),
+        " labels wrong (two standard errors), if the noise depends on the true class and not on "
+        "the image; noise that follows the model's own confusions, or test labels as noisy as "
+        "the training ones, leave it near zero. ",
+        f.test_split_cap >= 0
+            ? cat("The calibrated decisions flag at most that estimate plus two standard errors, ",
+                  f.test_split_cap, " (filter.test_bound).")
+            : std::string("It bounds the count only where it is plainly above zero and below "
+                          "the count.")));
+  if (f.estimate_in_doubt && f.noise_rate_given == 0 && f.noise_estimate >= 0 &&
+      f.test_split_cap < 0)
     c.doc.paragraph(cat(
         "**Caution: this count may be far off.** The early model misses ",
         pct(1.0 - f.heldout_peak, 1),

@@ -109,14 +109,17 @@ int run(const std::string& args, std::string* out = nullptr, int ranks = 0) {
 // emb.h5 (the 2-D embedding) and data.h5 (the truth), all joined on sample id.
 // Features: class directions in 6-D; the background rows sit in another class's direction
 // (as a mislabelled image would), and the probabilities say so too. nan_row >= 0 puts a
-// NaN into that row of the features file.
-void write_compare_inputs(const std::string& dir, const Synthetic& s, int64_t nan_row = -1) {
+// NaN into that row of the features file. `mistaken` (where given) marks clean samples the
+// model takes for the next class all the same (its own mistakes).
+void write_compare_inputs(const std::string& dir, const Synthetic& s, int64_t nan_row = -1,
+                          const std::vector<uint8_t>* mistaken = nullptr) {
   const int F = 6, C = 3;
   std::mt19937_64 rng(11);
   std::normal_distribution<float> N(0, 0.1f);
   std::vector<float> feats, probs;
   for (size_t i = 0; i < s.labels.size(); ++i) {
-    const int looks_like = s.noise[i] ? (s.labels[i] + 1) % C : s.labels[i];
+    const bool elsewhere = s.noise[i] || (mistaken && (*mistaken)[i]);
+    const int looks_like = elsewhere ? (s.labels[i] + 1) % C : s.labels[i];
     for (int j = 0; j < F; ++j) feats.push_back((j == looks_like ? 1.0f : 0.0f) + N(rng));
     for (int j = 0; j < C; ++j) probs.push_back(j == looks_like ? 0.8f : 0.1f);
   }
@@ -671,6 +674,75 @@ TEST(ClusterFilterTool, CautionWhereTheEarlyModelsOwnErrorIsAsLargeAsTheEstimate
     EXPECT_FALSE(f.has_attr("/noise_estimate", "in_doubt"));
     EXPECT_EQ(log.find(kCaution), std::string::npos) << log;
   }
+}
+
+// filter.test_bound: a model that takes a third of the clean samples of classes 0 and 1 for
+// the next class makes the confident joint and the knn vote count them with the 5 % flips;
+// its confusion on a test split with the same mistakes and clean labels, against the held-out
+// samples' predictions, says how many labels are wrong, and the count is capped near that.
+// With the key off the count stands; without test probabilities nothing is estimated.
+TEST(ClusterFilterTool, TestSplitCapsTheCountWhereTheModelsOwnMistakesInflateIt) {
+  std::string dir = test::scratch_dir("cluster_tool_test_split");
+  Synthetic s = make_synthetic(3, 1200, 4);  // flips: every 20th sample of a class (180)
+  const size_t n = s.ids.size();
+  std::vector<uint8_t> mistaken(n), held(n);
+  std::vector<float> margin(n);
+  for (size_t i = 0; i < n; ++i) {
+    mistaken[i] = !s.noise[i] && s.labels[i] < 2 && i % 3 == 1;
+    held[i] = (i / 3) % 3 == 0;  // a third, every residue of i % 3 among them
+    margin[i] = s.noise[i] || mistaken[i] ? -1.0f : 1.0f;
+  }
+  write_compare_inputs(dir, s, -1, &mistaken);
+  write_dynamics(dir + "/dyn.h5", margin, 1, s.ids, s.labels, &held);
+  const std::string args = compare_inputs(dir) + " --dynamics " + dir + "/dyn.h5 --output ";
+  const std::string kCount = "test split's count:";
+  std::string log;
+  // No test probabilities yet: nothing estimated.
+  ASSERT_EQ(run(args + dir + "/none.h5", &log), 0) << log;
+  EXPECT_EQ(log.find(kCount), std::string::npos) << log;
+  const int64_t uncapped =
+      h5::File::open(dir + "/none.h5").attr_int("/noise_estimate", "flag_total");
+  EXPECT_GT(uncapped, 2 * 180) << log;  // the model's mistakes counted as flips
+  {  // 1200 test samples a class, predicted as the clean training samples are
+    std::vector<int32_t> test_labels;
+    std::vector<float> test_probs;
+    for (int c = 0; c < 3; ++c)
+      for (int j = 0; j < 1200; ++j) {
+        const int predicted = c < 2 && j % 3 == 1 ? c + 1 : c;
+        test_labels.push_back(c);
+        for (int k = 0; k < 3; ++k) test_probs.push_back(k == predicted ? 0.8f : 0.1f);
+      }
+    h5::File f = h5::File::open_rw(dir + "/feat.h5");
+    f.create_group("/test");
+    put(f, "/test/labels", test_labels, {test_labels.size()});
+    put(f, "/test/probs", test_probs, {test_labels.size(), 3});
+  }
+  ASSERT_EQ(run(args + dir + "/capped.h5", &log), 0) << log;
+  const size_t at = log.find(kCount);
+  ASSERT_NE(at, std::string::npos) << log;
+  EXPECT_EQ(log.find(kCount, at + 1), std::string::npos) << log;  // once
+  EXPECT_NE(log.find("flag at most"), std::string::npos) << log;
+  h5::File f = h5::File::open(dir + "/capped.h5");
+  const double wrong = f.attr_double("/noise_estimate", "test_split_wrong");
+  const double se = f.attr_double("/noise_estimate", "test_split_standard_error");
+  EXPECT_NEAR(wrong, 180.0, 3.0 * se);
+  EXPECT_GT(wrong - 2.0 * se, 0.0);
+  const int64_t cap = f.attr_int("/noise_estimate", "test_split_cap");
+  EXPECT_EQ(cap, int64_t(std::ceil(wrong + 2.0 * se)));
+  EXPECT_EQ(f.attr_int("/noise_estimate", "flag_total"), cap);
+  EXPECT_LT(cap, uncapped);
+  // Two ranks read the test probabilities a block each: the same estimate and cap.
+  ASSERT_EQ(run(args + dir + "/two.h5", &log, 2), 0) << log;
+  h5::File two = h5::File::open(dir + "/two.h5");
+  EXPECT_EQ(two.attr_double("/noise_estimate", "test_split_wrong"), wrong);
+  EXPECT_EQ(two.attr_double("/noise_estimate", "test_split_standard_error"), se);
+  EXPECT_EQ(two.attr_int("/noise_estimate", "test_split_cap"), cap);
+  // Off: the count stands and nothing is estimated.
+  ASSERT_EQ(run(args + dir + "/off.h5 --set filter.test_bound=false", &log), 0) << log;
+  EXPECT_EQ(log.find(kCount), std::string::npos) << log;
+  h5::File off = h5::File::open(dir + "/off.h5");
+  EXPECT_EQ(off.attr_int("/noise_estimate", "flag_total"), uncapped);
+  EXPECT_FALSE(off.has_attr("/noise_estimate", "test_split_wrong"));
 }
 
 // filter.max_flagged: a detector that would flag most of a class is refused in one line

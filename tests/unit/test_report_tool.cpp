@@ -385,6 +385,37 @@ TEST(ReportTool, NoiseEstimateIsShownWithoutScoredDetectors) {
   EXPECT_NE(md.find("**Caution: this count may be far off.** The early model misses 20.0 %"),
             std::string::npos)
       << md;
+  // The test split's count: shown; where it capped the count, the caution gives way to it.
+  {
+    auto f = h5::File::open_rw(dir + "/filter.h5");
+    f.set_attr("/noise_estimate", "test_split_wrong", 3.4);
+    f.set_attr("/noise_estimate", "test_split_standard_error", 0.6);
+    f.set_attr("/noise_estimate", "test_split_cap", int64_t(-1));
+  }
+  ASSERT_EQ(run_report(dir, "--overwrite", &out), 0) << out;
+  md = slurp(dir + "/report/index.md");
+  EXPECT_NE(md.find("on the held-out training samples, puts 3 ± 1 labels wrong"), std::string::npos)
+      << md;
+  EXPECT_NE(md.find("It bounds the count only where"), std::string::npos) << md;
+  EXPECT_NE(md.find("Caution"), std::string::npos) << md;
+  {
+    auto f = h5::File::open_rw(dir + "/filter.h5");
+    f.set_attr("/noise_estimate", "test_split_cap", int64_t(5));
+  }
+  ASSERT_EQ(run_report(dir, "--overwrite", &out), 0) << out;
+  md = slurp(dir + "/report/index.md");
+  EXPECT_NE(md.find("the calibrated decisions flag 5 (capped by the test split's count below)"),
+            std::string::npos)
+      << md;
+  EXPECT_NE(md.find("flag at most that estimate plus two standard errors, 5 (filter.test_bound)"),
+            std::string::npos)
+      << md;
+  EXPECT_EQ(md.find("Caution"), std::string::npos) << md;
+  {
+    auto f = h5::File::open_rw(dir + "/filter.h5");
+    f.set_attr("/noise_estimate", "test_split_wrong", std::nan(""));  // not estimated
+    f.set_attr("/noise_estimate", "test_split_cap", int64_t(-1));
+  }
   // With a known rate (filter.noise_rate) the count is the user's, and the report says so
   // (and the caution about the estimate no longer applies to it).
   {

@@ -1,0 +1,197 @@
+// The wrong-label count from the early model's confusion on the test split
+// (confusion_count.hpp): exact on expected counts, its standard error, the cap's two
+// conditions, a simulated class-conditional noise with a weak model, and what makes it unusable.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+#include <utility>
+
+#include "cluster/confusion_count.hpp"
+
+using namespace sieve::cluster;
+
+namespace {
+
+// Appends `count` samples with this label and prediction.
+void add(std::vector<int32_t>& label, std::vector<int32_t>& predicted, int32_t y, int32_t p,
+         int count) {
+  for (int i = 0; i < count; ++i) {
+    label.push_back(y);
+    predicted.push_back(p);
+  }
+}
+
+// Three classes. The model's test confusion (rows: true class, of 100 test samples each) is
+// [90 10 0; 5 90 5; 0 10 90]. Training labels: 1,000 samples per label, of which label 0 holds
+// 20 % true class 1 and label 2 holds 10 % true class 0: 300 wrong. The held-out samples
+// (100 per label) are predicted exactly as those mixtures say: label 0: 0.8 * row 0 +
+// 0.2 * row 1 = [73 26 1]; label 1: row 1; label 2: 0.9 * row 2 + 0.1 * row 0 = [9 10 81].
+// `scale` multiplies every count.
+ConfusionSamples three_classes(int scale) {
+  ConfusionSamples s;
+  s.classes = 3;
+  const int test[3][3] = {{90, 10, 0}, {5, 90, 5}, {0, 10, 90}};
+  const int held[3][3] = {{73, 26, 1}, {5, 90, 5}, {9, 10, 81}};
+  for (int y = 0; y < 3; ++y)
+    for (int p = 0; p < 3; ++p) {
+      add(s.test_label, s.test_predicted, y, p, scale * test[y][p]);
+      add(s.heldout_label, s.heldout_predicted, y, p, scale * held[y][p]);
+    }
+  return s;
+}
+
+}  // namespace
+
+TEST(ClusterConfusion, ExactWhereTheHeldOutCountsAreTheExpectedMixtures) {
+  const ConfusionCount c = count_from_confusion(three_classes(1), {1000, 1000, 1000}, 7);
+  ASSERT_TRUE(c.usable) << c.why_not;
+  EXPECT_NEAR(c.wrong, 300.0, 1e-6);
+  EXPECT_EQ(c.test, 300);
+  EXPECT_EQ(c.heldout, 300);
+  EXPECT_GT(c.standard_error, 0.0);
+  // The held-out share scales to each class's training size: twice the samples, twice the count.
+  EXPECT_NEAR(count_from_confusion(three_classes(1), {2000, 2000, 2000}, 7).wrong, 600.0, 1e-6);
+}
+
+TEST(ClusterConfusion, StandardErrorHalvesWithFourTimesTheSamplesAndFollowsTheSeed) {
+  const ConfusionCount small = count_from_confusion(three_classes(1), {1000, 1000, 1000}, 7);
+  const ConfusionCount large = count_from_confusion(three_classes(4), {1000, 1000, 1000}, 7);
+  ASSERT_TRUE(small.usable && large.usable);
+  EXPECT_NEAR(large.wrong, 300.0, 1e-6);
+  const double ratio = large.standard_error / small.standard_error;
+  EXPECT_GT(ratio, 0.35);
+  EXPECT_LT(ratio, 0.65);
+  // A pure function of its inputs and seed (every rank computes it alike).
+  EXPECT_EQ(count_from_confusion(three_classes(1), {1000, 1000, 1000}, 7).standard_error,
+            small.standard_error);
+  EXPECT_NE(count_from_confusion(three_classes(1), {1000, 1000, 1000}, 8).standard_error,
+            small.standard_error);
+}
+
+TEST(ClusterConfusion, CapIsEstimatePlusTwoStandardErrorsOnlyWherePlainlyAboveZero) {
+  ConfusionCount c;
+  c.usable = true;
+  c.wrong = 100;
+  c.standard_error = 10;
+  ASSERT_TRUE(confusion_cap(c).has_value());
+  EXPECT_EQ(*confusion_cap(c), 120);
+  c.standard_error = 50;  // 100 - 2 * 50 = 0: no shift plainly above zero
+  EXPECT_FALSE(confusion_cap(c).has_value());
+  c.wrong = -30;
+  c.standard_error = 1;
+  EXPECT_FALSE(confusion_cap(c).has_value());
+  c.wrong = 100;
+  c.standard_error = 10;
+  c.usable = false;
+  EXPECT_FALSE(confusion_cap(c).has_value());
+}
+
+// A weak model (it confuses classes 2k and 2k+1 a fifth of the time: its errors are four
+// times the 5 % symmetric noise) on 60,000 training samples, a tenth held out, and 10,000 test
+// samples; returns the estimate and the true number of wrong labels.
+std::pair<ConfusionCount, int64_t> weak_model_symmetric_noise(uint64_t seed) {
+  const int k = 10, per_class_train = 6000, per_class_test = 1000;
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<double> u(0.0, 1.0);
+  auto predict = [&](int y) {  // 80 % right, 18 % its look-alike, 2 % any class
+    const double v = u(rng);
+    if (v < 0.80) return y;
+    if (v < 0.98) return y ^ 1;
+    return int(rng() % k);
+  };
+  ConfusionSamples s;
+  s.classes = k;
+  for (int y = 0; y < k; ++y)
+    for (int i = 0; i < per_class_test; ++i) add(s.test_label, s.test_predicted, y, predict(y), 1);
+  std::vector<int64_t> size(k, 0);
+  int64_t wrong = 0;
+  for (int y = 0; y < k; ++y)
+    for (int i = 0; i < per_class_train; ++i) {
+      int given = y;
+      if (u(rng) < 0.05) {
+        given = int(rng() % (k - 1));
+        given += given >= y;
+      }
+      ++size[size_t(given)];
+      wrong += given != y;
+      if (u(rng) < 0.1) add(s.heldout_label, s.heldout_predicted, given, predict(y), 1);
+    }
+  return {count_from_confusion(s, size, seed + 100), wrong};
+}
+
+TEST(ClusterConfusion, WeakModelAndSymmetricNoiseSimulated) {
+  const auto [c, wrong] = weak_model_symmetric_noise(3);
+  ASSERT_TRUE(c.usable) << c.why_not;
+  // The held-out samples disagree with their labels about 24 % of the time; the estimate
+  // takes the model's own 20 % out.
+  EXPECT_NEAR(c.wrong, double(wrong), 3.0 * c.standard_error);
+  ASSERT_TRUE(confusion_cap(c).has_value());
+  EXPECT_GE(*confusion_cap(c), wrong);
+}
+
+// The bootstrap standard error is the spread the estimate has over fresh draws of both splits:
+// over 30 simulations the root mean square of (estimate - truth) / standard error is about 1.
+TEST(ClusterConfusion, StandardErrorMatchesTheSpreadOverSimulations) {
+  double sum_z2 = 0;
+  const int runs = 30;
+  for (int seed = 0; seed < runs; ++seed) {
+    const auto [c, wrong] = weak_model_symmetric_noise(uint64_t(seed));
+    ASSERT_TRUE(c.usable) << c.why_not;
+    const double z = (c.wrong - double(wrong)) / c.standard_error;
+    sum_z2 += z * z;
+  }
+  const double rms = std::sqrt(sum_z2 / runs);
+  EXPECT_GT(rms, 0.6);
+  EXPECT_LT(rms, 1.5);
+}
+
+// No noise: held-out predictions drawn as the test ones, so no shift and no cap.
+TEST(ClusterConfusion, NoShiftNoCap) {
+  std::mt19937_64 rng(5);
+  ConfusionSamples s;
+  s.classes = 4;
+  for (int split = 0; split < 2; ++split)
+    for (int y = 0; y < 4; ++y)
+      for (int i = 0; i < 500; ++i) {
+        const int p = rng() % 10 < 8 ? y : int(rng() % 4);
+        add(split ? s.heldout_label : s.test_label, split ? s.heldout_predicted : s.test_predicted,
+            y, p, 1);
+      }
+  const ConfusionCount c = count_from_confusion(s, {5000, 5000, 5000, 5000}, 1);
+  ASSERT_TRUE(c.usable) << c.why_not;
+  EXPECT_LT(std::abs(c.wrong), 3.0 * c.standard_error);
+  EXPECT_FALSE(confusion_cap(c).has_value());
+}
+
+TEST(ClusterConfusion, UnusableWithoutATestOrHeldOutSampleOfAClassOrWhenSingular) {
+  ConfusionSamples s = three_classes(1);
+  ConfusionSamples no_test = s;
+  no_test.test_label.clear();
+  no_test.test_predicted.clear();
+  add(no_test.test_label, no_test.test_predicted, 0, 0, 10);
+  add(no_test.test_label, no_test.test_predicted, 1, 1, 10);
+  ConfusionCount c = count_from_confusion(no_test, {1000, 1000, 1000}, 1);
+  EXPECT_FALSE(c.usable);
+  EXPECT_EQ(c.why_not, "class 2 has no test sample");
+  EXPECT_FALSE(confusion_cap(c).has_value());
+
+  ConfusionSamples no_held = s;
+  no_held.heldout_label.assign(10, 0);
+  no_held.heldout_predicted.assign(10, 0);
+  c = count_from_confusion(no_held, {1000, 1000, 1000}, 1);
+  EXPECT_FALSE(c.usable);
+  EXPECT_EQ(c.why_not, "class 1 has no held-out sample");
+  // A class without training samples needs none held out.
+  EXPECT_TRUE(count_from_confusion(no_held, {1000, 0, 0}, 1).usable);
+
+  ConfusionSamples singular;  // classes 0 and 1 both always predicted as 0
+  singular.classes = 2;
+  add(singular.test_label, singular.test_predicted, 0, 0, 50);
+  add(singular.test_label, singular.test_predicted, 1, 0, 50);
+  add(singular.heldout_label, singular.heldout_predicted, 0, 0, 5);
+  add(singular.heldout_label, singular.heldout_predicted, 1, 0, 5);
+  c = count_from_confusion(singular, {50, 50}, 1);
+  EXPECT_FALSE(c.usable);
+  EXPECT_EQ(c.why_not, "the test split's confusion matrix is singular");
+}
