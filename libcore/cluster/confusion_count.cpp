@@ -128,6 +128,10 @@ ConfusionCount count_from_confusion(const ConfusionSamples& s,
   return out;
 }
 
+bool labels_follow_model(const ConfusionCount& c) {
+  return c.usable && c.wrong + kConfusionZ * c.standard_error < 0;
+}
+
 std::optional<int64_t> confusion_cap(const ConfusionCount& c) {
   if (!c.usable || c.wrong - kConfusionZ * c.standard_error <= 0) return std::nullopt;
   return int64_t(std::ceil(c.wrong + kConfusionZ * c.standard_error));

@@ -272,8 +272,10 @@ void log_estimate_in_doubt(FilterRun& r) {
   const double share = double(r.estimate.total()) / double(r.in.n);
   r.estimate_in_doubt = estimate_in_doubt(r.heldout_peak, share);
   // A given rate replaces the count; a cap from the test split (apply_confusion_cap) has
-  // replaced it with an estimate that does not rest on the model's own mistakes.
-  if (!r.estimate_in_doubt || r.noise_rate > 0 || r.confusion_cap_applied >= 0) return;
+  // replaced it with an estimate that does not rest on the model's own mistakes; where the
+  // labels follow the model's confusions, its caution says more.
+  const bool said = r.confusion && labels_follow_model(*r.confusion);
+  if (!r.estimate_in_doubt || r.noise_rate > 0 || r.confusion_cap_applied >= 0 || said) return;
   char line[160];
   std::snprintf(line, sizeof line,
                 "the early model misses %.1f %% of its held-out samples' labels at its best "
@@ -326,6 +328,15 @@ void apply_confusion_cap(FilterRun& r) {
       " test samples (labels taken as clean) against its ", c.heldout,
       " held-out samples, if the noise depends on the class and not the image",
       cap ? std::string() : std::string("; no shift plainly above zero, so it bounds nothing"));
+  if (labels_follow_model(c) && r.noise_rate == 0)
+    log::infof(
+        "caution: the held-out samples agree with their given labels more often than the "
+        "test samples with their clean ones, so the wrong labels, if any, follow the "
+        "model's own confusions (instance-dependent noise; or the test split is harder "
+        "than the training data), which no count from its beliefs can see: the ",
+        r.flag_total(),
+        " flagged may be far fewer than the wrong labels; set filter.noise_rate where the "
+        "rate is known (docs/detection.md)");
   if (!cap || r.noise_rate > 0 || r.flag_total() <= *cap) return;
   const int64_t counted = r.flag_total();
   std::vector<int64_t> size(r.flag_counts.size(), 0);
@@ -606,6 +617,8 @@ void write_noise_estimate(h5::File& f, const FilterRun& r) {
     f.set_attr("/noise_estimate", "test_split_wrong", r.confusion->wrong);
     f.set_attr("/noise_estimate", "test_split_standard_error", r.confusion->standard_error);
     f.set_attr("/noise_estimate", "test_split_cap", r.confusion_cap_applied);
+    f.set_attr("/noise_estimate", "test_split_follows_model",
+               int64_t(labels_follow_model(*r.confusion)));
   }
   if (!r.truth_flags.empty()) f.set_attr("/noise_estimate", "truth", r.true_count);
 }

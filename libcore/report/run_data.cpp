@@ -302,6 +302,9 @@ void load_filter(RunData& d) {
       fi.test_split_wrong = f.attr_double("/noise_estimate", "test_split_wrong");
       fi.test_split_standard_error = f.attr_double("/noise_estimate", "test_split_standard_error");
       fi.test_split_cap = f.attr_int("/noise_estimate", "test_split_cap");
+      if (f.has_attr("/noise_estimate", "test_split_follows_model"))
+        fi.test_split_follows_model =
+            f.attr_int("/noise_estimate", "test_split_follows_model") != 0;
     }
   }
   if (f.has_attr("/", "probs_source")) fi.probs_source = f.attr_string("/", "probs_source");

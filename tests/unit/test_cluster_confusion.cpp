@@ -146,6 +146,39 @@ TEST(ClusterConfusion, StandardErrorMatchesTheSpreadOverSimulations) {
   EXPECT_LT(rms, 1.5);
 }
 
+// Noise that follows the model's confusions: a training sample the model would take for
+// another class carries that class as its label half the time (instance-dependent). The
+// held-out samples then agree with their labels more often than the test samples with theirs:
+// the estimate is plainly below zero, nothing is capped, and labels_follow_model says so;
+// class-conditional noise (above) never does.
+TEST(ClusterConfusion, LabelsThatFollowTheModelsConfusionsGiveAnEstimateBelowZero) {
+  const int k = 10;
+  std::mt19937_64 rng(9);
+  std::uniform_real_distribution<double> u(0.0, 1.0);
+  auto predict = [&](int y) { return u(rng) < 0.85 ? y : (y ^ 1); };
+  ConfusionSamples s;
+  s.classes = k;
+  for (int y = 0; y < k; ++y)
+    for (int i = 0; i < 1000; ++i) add(s.test_label, s.test_predicted, y, predict(y), 1);
+  std::vector<int64_t> size(k, 0);
+  for (int y = 0; y < k; ++y)
+    for (int i = 0; i < 6000; ++i) {
+      const int p = predict(y);
+      const int given = p != y && u(rng) < 0.5 ? p : y;
+      ++size[size_t(given)];
+      if (i % 10 == 0) add(s.heldout_label, s.heldout_predicted, given, p, 1);
+    }
+  const ConfusionCount c = count_from_confusion(s, size, 2);
+  ASSERT_TRUE(c.usable) << c.why_not;
+  EXPECT_LT(c.wrong + 2.0 * c.standard_error, 0.0);
+  EXPECT_TRUE(labels_follow_model(c));
+  EXPECT_FALSE(confusion_cap(c).has_value());
+  EXPECT_FALSE(labels_follow_model(weak_model_symmetric_noise(3).first));
+  ConfusionCount unusable = c;
+  unusable.usable = false;
+  EXPECT_FALSE(labels_follow_model(unusable));
+}
+
 // No noise: held-out predictions drawn as the test ones, so no shift and no cap.
 TEST(ClusterConfusion, NoShiftNoCap) {
   std::mt19937_64 rng(5);
@@ -162,6 +195,7 @@ TEST(ClusterConfusion, NoShiftNoCap) {
   ASSERT_TRUE(c.usable) << c.why_not;
   EXPECT_LT(std::abs(c.wrong), 3.0 * c.standard_error);
   EXPECT_FALSE(confusion_cap(c).has_value());
+  EXPECT_FALSE(labels_follow_model(c));
 }
 
 TEST(ClusterConfusion, UnusableWithoutATestOrHeldOutSampleOfAClassOrWhenSingular) {

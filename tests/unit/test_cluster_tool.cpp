@@ -703,20 +703,24 @@ TEST(ClusterFilterTool, TestSplitCapsTheCountWhereTheModelsOwnMistakesInflateIt)
   const int64_t uncapped =
       h5::File::open(dir + "/none.h5").attr_int("/noise_estimate", "flag_total");
   EXPECT_GT(uncapped, 2 * 180) << log;  // the model's mistakes counted as flips
-  {  // 1200 test samples a class, predicted as the clean training samples are
+  // 1200 test samples a class, predicted as the clean training samples are (mistaken: every
+  // mistaken-th sample of classes 0 and 1 taken for the next class).
+  auto write_test_split = [&](const std::string& path, int mistaken_every) {
     std::vector<int32_t> test_labels;
     std::vector<float> test_probs;
     for (int c = 0; c < 3; ++c)
       for (int j = 0; j < 1200; ++j) {
-        const int predicted = c < 2 && j % 3 == 1 ? c + 1 : c;
+        const int predicted = c < 2 && j % mistaken_every == 1 ? c + 1 : c;
         test_labels.push_back(c);
         for (int k = 0; k < 3; ++k) test_probs.push_back(k == predicted ? 0.8f : 0.1f);
       }
-    h5::File f = h5::File::open_rw(dir + "/feat.h5");
-    f.create_group("/test");
+    h5::File f = h5::File::open_rw(path);
+    if (!f.exists("/test")) f.create_group("/test");
     put(f, "/test/labels", test_labels, {test_labels.size()});
     put(f, "/test/probs", test_probs, {test_labels.size(), 3});
-  }
+  };
+  fs::copy_file(dir + "/feat.h5", dir + "/feat_harder_test.h5");
+  write_test_split(dir + "/feat.h5", 3);
   ASSERT_EQ(run(args + dir + "/capped.h5", &log), 0) << log;
   const size_t at = log.find(kCount);
   ASSERT_NE(at, std::string::npos) << log;
@@ -743,6 +747,24 @@ TEST(ClusterFilterTool, TestSplitCapsTheCountWhereTheModelsOwnMistakesInflateIt)
   h5::File off = h5::File::open(dir + "/off.h5");
   EXPECT_EQ(off.attr_int("/noise_estimate", "flag_total"), uncapped);
   EXPECT_FALSE(off.has_attr("/noise_estimate", "test_split_wrong"));
+  EXPECT_EQ(f.attr_int("/noise_estimate", "test_split_follows_model"), 0);
+  // A test split the model errs on twice as often (every other sample of classes 0 and 1): the
+  // held-out samples agree with their labels more than the test ones with theirs, so nothing
+  // is capped and one caution says the count may be far too low.
+  write_test_split(dir + "/feat_harder_test.h5", 2);
+  std::string harder = args;
+  harder.replace(harder.find(dir + "/feat.h5"), (dir + "/feat.h5").size(),
+                 dir + "/feat_harder_test.h5");
+  ASSERT_EQ(run(harder + dir + "/harder.h5", &log), 0) << log;
+  const std::string kFollows = "caution: the held-out samples agree with their given labels";
+  const size_t said = log.find(kFollows);
+  ASSERT_NE(said, std::string::npos) << log;
+  EXPECT_EQ(log.find(kFollows, said + 1), std::string::npos) << log;
+  EXPECT_EQ(log.find("caution: the early model misses"), std::string::npos) << log;
+  h5::File h = h5::File::open(dir + "/harder.h5");
+  EXPECT_EQ(h.attr_int("/noise_estimate", "test_split_follows_model"), 1);
+  EXPECT_EQ(h.attr_int("/noise_estimate", "test_split_cap"), -1);
+  EXPECT_EQ(h.attr_int("/noise_estimate", "flag_total"), uncapped);
 }
 
 // filter.max_flagged: a detector that would flag most of a class is refused in one line

@@ -413,8 +413,20 @@ TEST(ReportTool, NoiseEstimateIsShownWithoutScoredDetectors) {
   EXPECT_EQ(md.find("Caution"), std::string::npos) << md;
   {
     auto f = h5::File::open_rw(dir + "/filter.h5");
-    f.set_attr("/noise_estimate", "test_split_wrong", std::nan(""));  // not estimated
+    f.set_attr("/noise_estimate", "test_split_wrong", -30.0);  // plainly below zero
     f.set_attr("/noise_estimate", "test_split_cap", int64_t(-1));
+    f.set_attr("/noise_estimate", "test_split_follows_model", int64_t(1));
+  }
+  ASSERT_EQ(run_report(dir, "--overwrite", &out), 0) << out;
+  md = slurp(dir + "/report/index.md");
+  EXPECT_NE(md.find("**Caution: the wrong labels may be far more than flagged.**"),
+            std::string::npos)
+      << md;
+  EXPECT_EQ(md.find("**Caution: this count may be far off.**"), std::string::npos) << md;
+  {
+    auto f = h5::File::open_rw(dir + "/filter.h5");
+    f.set_attr("/noise_estimate", "test_split_wrong", std::nan(""));  // not estimated
+    f.set_attr("/noise_estimate", "test_split_follows_model", int64_t(0));
   }
   // With a known rate (filter.noise_rate) the count is the user's, and the report says so
   // (and the caution about the estimate no longer applies to it).
