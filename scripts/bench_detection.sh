@@ -2,7 +2,9 @@
 # Every noise detector on data with known label noise of each kind: precision, recall, F1,
 # average precision, AUROC, flagged vs true count, the confident joint's estimate, the
 # seconds of each detector (column s) and the time of each stage. "(in doubt)" after the
-# estimate: cluster_filter's caution fired (the early model's own error is as large as it).
+# estimate: cluster_filter's caution fired (the early model's own error is as large as it);
+# "(capped at N)": the test split's count capped the decisions (filter.test_bound); "(follows
+# the model)": its caution that the labels follow the model's confusions fired.
 # Natural configs, no per-cell tuning (docs/detection.md has the table).
 #
 #   scripts/bench_detection.sh [--out DIR] [--cells "DATA:KIND:RATE ..."] [--ceiling] [--oracle]
@@ -342,8 +344,13 @@ for cell in $cells; do
 import sys, h5py
 f = h5py.File(sys.argv[1], "r")
 est = f["/noise_estimate"].attrs["total"] if "/noise_estimate" in f else ""
-if "/noise_estimate" in f and f["/noise_estimate"].attrs.get("in_doubt", 0):
+ne = f["/noise_estimate"].attrs if "/noise_estimate" in f else {}
+if ne.get("in_doubt", 0):
     est = f"{est} (in doubt)"  # cluster_filter's caution: the early model's own error is as large
+if ne.get("test_split_cap", -1) >= 0:
+    est = f"{est} (capped at {ne['test_split_cap']})"  # the test split's count (confusion_count.hpp)
+if ne.get("test_split_follows_model", 0):
+    est = f"{est} (follows the model)"  # held-out samples agree with their labels more than test
 chosen = f.attrs["method"]
 chosen = chosen.decode() if isinstance(chosen, bytes) else chosen
 for name in f["/detectors"]:

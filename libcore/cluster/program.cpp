@@ -320,8 +320,8 @@ void apply_confusion_cap(FilterRun& r) {
   }
   const std::optional<int64_t> cap = confusion_cap(c);
   char figures[96];
-  std::snprintf(figures, sizeof figures, "%.0f +- %.0f", std::max(c.wrong, 0.0),
-                2.0 * c.standard_error);
+  // Signed: plainly below zero says the labels follow the model (labels_follow_model).
+  std::snprintf(figures, sizeof figures, "%.0f +- %.0f", c.wrong, 2.0 * c.standard_error);
   log::infof(
       "test split's count: ", figures,
       " wrong labels (2 standard errors), from the early model's confusion on the ", c.test,

@@ -56,8 +56,7 @@ void noise_estimate_paragraph(SectionContext& c, const FilterInfo& f) {
     c.doc.paragraph(cat(
         "The early model's confusion on the test split (its labels taken as clean), against its "
         "predictions on the held-out training samples, puts ",
-        fixed(std::max(f.test_split_wrong, 0.0), 0), " ± ",
-        fixed(2.0 * f.test_split_standard_error, 0),
+        fixed(f.test_split_wrong, 0), " ± ", fixed(2.0 * f.test_split_standard_error, 0),
         " labels wrong (two standard errors), if the noise depends on the true class and not on "
         "the image; noise that follows the model's own confusions, or test labels as noisy as "
         "the training ones, leave it near zero. ",
