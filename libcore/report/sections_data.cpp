@@ -58,8 +58,8 @@ void noise_estimate_paragraph(SectionContext& c, const FilterInfo& f) {
         "predictions on the held-out training samples, puts ",
         fixed(f.test_split_wrong, 0), " ± ", fixed(2.0 * f.test_split_standard_error, 0),
         " labels wrong (two standard errors), if the noise depends on the true class and not on "
-        "the image; noise that follows the model's own confusions, or test labels as noisy as "
-        "the training ones, leave it near zero. ",
+        "the image; noise that follows the model's own confusions pushes it below zero, and test "
+        "labels as noisy as the training ones leave it near zero. ",
         f.test_split_cap >= 0
             ? cat("The calibrated decisions flag at most that estimate plus two standard errors, ",
                   f.test_split_cap, " (filter.test_bound).")
