@@ -331,7 +331,7 @@ for cell in $cells; do
   if [ -n "$stage_failed" ]; then
     echo "bench_detection: $cell: $stage_failed failed; log: $dir/$stage_failed.log" >&2
     tail -3 "$dir/$stage_failed.log" >&2
-    why="$(grep -m1 'error' "$dir/$stage_failed.log" | tr '|' '/' | cut -c1-300)"
+    why="$(grep -m1 ' error: ' "$dir/$stage_failed.log" | tr '|' '/' | cut -c1-300)"
     printf '| %s | %s %s | %s failed: %s | | | | | | | | | |\n' "$data" "$kind" "$rate" \
       "$stage_failed" "${why:-see its log}" >>"$out/table.md"
     failed_cells+=("$cell")
