@@ -122,9 +122,18 @@ ConfusionCount count_from_confusion(const ConfusionSamples& s,
       std::accumulate(resampled.begin(), resampled.end(), 0.0) / double(resampled.size());
   double ss = 0;
   for (double v : resampled) ss += (v - mean) * (v - mean);
+  const double se = std::sqrt(ss / double(resampled.size() - 1));
+  // A near-singular confusion (few test samples of classes the model mixes up) makes a few
+  // resamples explode; a spread wider than the training split itself says nothing.
+  const double n = double(std::accumulate(class_size.begin(), class_size.end(), int64_t(0)));
+  if (!(se <= n)) {
+    out.why_not = cat("the test split's confusion matrix is near singular (its resamples spread ",
+                      int64_t(se), " wide, over ", int64_t(n), " training samples)");
+    return out;
+  }
   out.usable = true;
   out.wrong = *point;
-  out.standard_error = std::sqrt(ss / double(resampled.size() - 1));
+  out.standard_error = se;
   return out;
 }
 

@@ -46,7 +46,8 @@ struct ConfusionCount {
 
 // The estimate above for a training split of class_size[c] samples given label c. Not usable
 // where a class has training samples but no held-out or no test sample, or where the test
-// confusion (or most of its bootstrap replicates) cannot be inverted. The standard error
+// confusion (or most of its bootstrap replicates) cannot be inverted, or is so near singular
+// that the standard error exceeds the training split's size. The standard error
 // resamples each class's test samples and each label's held-out samples with replacement,
 // `replicates` times, from `seed` (the same on every rank: a pure function of its inputs).
 ConfusionCount count_from_confusion(const ConfusionSamples& s,

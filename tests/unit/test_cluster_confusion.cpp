@@ -228,4 +228,14 @@ TEST(ClusterConfusion, UnusableWithoutATestOrHeldOutSampleOfAClassOrWhenSingular
   c = count_from_confusion(singular, {50, 50}, 1);
   EXPECT_FALSE(c.usable);
   EXPECT_EQ(c.why_not, "the test split's confusion matrix is singular");
+
+  // Nearly singular: one test sample of class 1 is predicted as itself, so the weight of a
+  // held-out sample predicted 1 is 50 or 25 or 17 as resamples draw it once, twice or three
+  // times: the spread dwarfs the 100 training samples.
+  ConfusionSamples near = singular;
+  near.test_predicted[50] = 1;
+  near.heldout_predicted[8] = near.heldout_predicted[9] = 1;  // two of label 1 predicted 1
+  c = count_from_confusion(near, {50, 50}, 1);
+  EXPECT_FALSE(c.usable);
+  EXPECT_NE(c.why_not.find("near singular"), std::string::npos) << c.why_not;
 }
