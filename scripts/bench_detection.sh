@@ -256,7 +256,9 @@ from sklearn.metrics import average_precision_score, roc_auc_score
 d, f = h5py.File(sys.argv[1], "r"), h5py.File(sys.argv[2], "r")
 row_of = {s: i for i, s in enumerate(d["/train/sample_id"][:])}
 rows = np.array([row_of[s] for s in f["/train/sample_id"][:]])
-truth = d["/train/noise_truth"][:].astype(bool)[rows]
+# At rate 0 shard_dataset writes no /train/noise_truth: nothing flipped.
+truth = (d["/train/noise_truth"][:].astype(bool)[rows] if "/train/noise_truth" in d
+         else np.zeros(len(rows), dtype=bool))
 labels = d["/train/labels"][:].astype(np.int64)[rows]
 probs = f["/train/probs"][:].astype(np.float64)
 probs /= probs.sum(axis=1, keepdims=True)
