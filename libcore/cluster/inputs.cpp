@@ -159,21 +159,28 @@ TestPredictions read_test_predictions(const Comm& comm, const std::string& path,
   // Each rank its block of rows (the probabilities are [N_test, classes]: 200 MB for an
   // ImageNet-sized validation split), then every rank the whole prediction column.
   const Range block = block_range(rows, comm.rank(), comm.size());
-  std::vector<int32_t> predicted_plus_one(size_t(rows), 0);
+  RowShare share;
+  share.width = classes;
   agreed_step(comm, [&] {
-    std::vector<float> p(size_t(block.size()) * size_t(classes));
-    f.read_rows<float>("/test/probs", hsize_t(block.begin), hsize_t(block.size()), p.data());
-    check_finite(p, classes, path + ": /test/probs", block.begin);
-    for (int64_t q = 0; q < block.size(); ++q) {
-      const float* row = p.data() + q * classes;
-      predicted_plus_one[size_t(block.begin + q)] =
-          int32_t(std::max_element(row, row + classes) - row) + 1;
-    }
+    share.x.resize(size_t(block.size()) * size_t(classes));
+    f.read_rows<float>("/test/probs", hsize_t(block.begin), hsize_t(block.size()), share.x.data());
+    check_finite(share.x, classes, path + ": /test/probs", block.begin);
   });
-  comm.allreduce_sum(predicted_plus_one.data(), predicted_plus_one.size());  // disjoint rows
-  out.predicted.resize(size_t(rows));
-  for (int64_t i = 0; i < rows; ++i) out.predicted[size_t(i)] = predicted_plus_one[size_t(i)] - 1;
+  share.rows.resize(size_t(block.size()));
+  std::iota(share.rows.begin(), share.rows.end(), block.begin);
+  out.predicted = most_likely_class(comm, share, rows);
   return out;
+}
+
+std::vector<int32_t> most_likely_class(const Comm& comm, const RowShare& p, int64_t n) {
+  std::vector<int32_t> plus_one(size_t(n), 0);  // 0: no rank holds the row
+  for (int64_t q = 0; q < p.size(); ++q) {
+    const float* row = p.x.data() + q * p.width;
+    plus_one[size_t(p.rows[size_t(q)])] = int32_t(std::max_element(row, row + p.width) - row) + 1;
+  }
+  comm.allreduce_sum(plus_one.data(), plus_one.size());  // disjoint rows
+  for (auto& v : plus_one) v -= 1;
+  return plus_one;
 }
 
 std::vector<float> area_under_margin(const std::vector<float>& margin, int64_t epochs, int64_t n) {

@@ -60,6 +60,10 @@ struct TestPredictions {
 };
 TestPredictions read_test_predictions(const Comm& comm, const std::string& path, int classes);
 
+// The argmax column of row-distributed probabilities [n rows]: each rank its rows, then the
+// whole column on every rank; -1 for a row no rank holds (rows are disjoint across ranks).
+std::vector<int32_t> most_likely_class(const Comm& comm, const RowShare& p, int64_t n);
+
 // pretrain's dynamics.h5 (train/dynamics.hpp, docs/formats.md), read once: cluster_filter
 // takes from it the held-out marks (the confident joint's thresholds), the areas under the
 // margin (the dynamics detector) and the held-out peak accuracy (the estimate's caution).

@@ -341,9 +341,8 @@ void apply_confusion_cap(FilterRun& r) {
         "rate is known (docs/detection.md)");
   if (!cap || r.noise_rate > 0 || r.flag_total() <= *cap) return;
   const int64_t counted = r.flag_total();
-  std::vector<int64_t> size(r.flag_counts.size(), 0);
-  for (int32_t y : r.in.labels) ++size[size_t(y)];
-  r.flag_counts = counts_for_rate(double(*cap) / double(r.in.n), r.flag_counts, size);
+  r.flag_counts =
+      counts_for_rate(double(*cap) / double(r.in.n), r.flag_counts, r.estimate.class_size);
   r.confusion_cap_applied = *cap;
   log::infof("the calibrated decisions flag at most that estimate plus 2 SE, ", *cap, ", not the ",
              counted, " the confident joint and the knn vote count (filter.test_bound)");
@@ -380,19 +379,10 @@ void run_feature_detectors(FilterRun& r) {
     r.dets.back().seconds = seconds_since(t0);
     fin.feats = RowShare();  // the largest input: free it for the rest
   }
-  // The suggested label: the class the model finds most likely (each rank its rows).
-  r.suggested.assign(size_t(r.in.n), 0);
-  if (fin.probs.width > 0) {
-    const RowShare& p = fin.probs;
-    for (int64_t q = 0; q < p.size(); ++q) {
-      const float* row = p.x.data() + q * p.width;
-      r.suggested[size_t(p.rows[size_t(q)])] =
-          int32_t(std::max_element(row, row + p.width) - row) + 1;
-    }
-    r.ctx.comm.allreduce_sum(r.suggested.data(), r.suggested.size());  // disjoint rows
-  }
-  for (auto& v : r.suggested) v -= 1;  // -1: no probabilities
+  // The suggested label: the class the model finds most likely; -1 without probabilities.
   r.had_probs = fin.probs.width > 0;
+  r.suggested = r.had_probs ? most_likely_class(r.ctx.comm, fin.probs, r.in.n)
+                            : std::vector<int32_t>(size_t(r.in.n), -1);
   if (r.had_probs) {
     // Out-of-fold probabilities (pretrain.folds) move the noise estimate (docs/detection.md):
     // the log and filter.h5 say which kind the decisions followed.
