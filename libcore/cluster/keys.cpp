@@ -32,7 +32,8 @@ void add_filter_keys(ConfigSchema& s) {
               0.0, 1.0);
   // On by default: where the model's errors are as many as the wrong labels, the confident
   // joint and the knn vote count its mistakes on hard clean images too (1.6-2.0x the truth at
-  // 5 % on a 12 k Fashion-MNIST subset); docs/detection.md has the 113 stored runs and ten fresh ones it was checked on.
+  // 5 % on a 12 k Fashion-MNIST subset); docs/detection.md has the 113 stored runs and the ten
+  // fresh ones it was checked on.
   s.add_bool("filter.test_bound", true,
              "cap the number the consensus and dynamics detectors flag where the early model's "
              "confusion on the test split (its labels taken as clean) plainly puts fewer labels "
