@@ -48,7 +48,12 @@ void add_trainer_keys(ConfigSchema& s, const std::string& p, const std::string& 
             "split and its gradients accumulated (0: no limit)",
             0);
   s.add_int(p + ".seed", 0, "training seed (0: derived from run.seed)", 0);
-  s.add_bool(p + ".augment", true, "random crop (padding 4) + horizontal flip for images");
+  s.add_bool(p + ".augment", true,
+             "images: a random shift by up to an eighth of the side, zero padding (4 pixels on "
+             "32x32 and 28x28, CIFAR's crop with padding 4; 1 on 8x8), and a flip (augment_flip)");
+  s.add_bool(p + ".augment_flip", true,
+             "with augment: also flip images left to right (false for digits, letters and "
+             "anything else a mirror changes the class of)");
   s.add_float(p + ".label_smoothing", 0.0, "label smoothing of the cross-entropy", 0.0, 0.99);
   s.add_float(p + ".optimizer.lr", lr, "base learning rate (at schedule.ref_batch)", 0.0);
   s.add_float(p + ".optimizer.momentum", 0.9, "SGD momentum", 0.0, 0.9999);

@@ -174,9 +174,14 @@ std::vector<int64_t> Sampler::rank_part(int64_t epoch, int64_t step, int rank, i
   return std::vector<int64_t>(perm_.begin() + base + r.begin, perm_.begin() + base + r.end);
 }
 
+int max_shift(int side) {
+  return (side + 4) / 8;
+}
+
 void make_batch(const SplitData& d, const DatasetMeta& meta, const int64_t* idx, int n,
-                bool augment, uint64_t seed, int64_t epoch, Batch* out) {
+                Augmentation aug, uint64_t seed, int64_t epoch, Batch* out) {
   const size_t per = d.sample_floats();
+  const int shift_y = aug.shift ? max_shift(d.h) : 0, shift_x = aug.shift ? max_shift(d.w) : 0;
   out->n = n;
   out->x.assign(size_t(n) * per, 0.0f);
   out->y.resize(size_t(n));
@@ -195,12 +200,13 @@ void make_batch(const SplitData& d, const DatasetMeta& meta, const int64_t* idx,
     }
     int dy = 0, dx = 0;
     bool flip = false;
-    if (augment) {
+    if (aug.shift || aug.flip) {
+      // One draw per (seed, epoch, sample): the same bits as when the shift was always 4.
       uint64_t r = mix64(seed ^ mix64(uint64_t(epoch) * 0x100000001b3ULL ^
                                       mix64(uint64_t(d.sample_id[size_t(s)]))));
-      dy = int(r % 9) - 4;
-      dx = int((r >> 8) % 9) - 4;
-      flip = ((r >> 16) & 1) != 0;
+      dy = int(r % uint64_t(2 * shift_y + 1)) - shift_y;
+      dx = int((r >> 8) % uint64_t(2 * shift_x + 1)) - shift_x;
+      flip = aug.flip && ((r >> 16) & 1) != 0;
     }
     const uint8_t* src = d.images.data() + size_t(s) * d.h * d.w * d.c;
     for (int c = 0; c < d.c; ++c) {
@@ -227,13 +233,13 @@ Prefetcher::~Prefetcher() {
   if (fut_.valid()) fut_.wait();
 }
 
-void Prefetcher::request(std::shared_ptr<const SplitData> d, std::vector<int64_t> idx, bool augment,
-                         uint64_t seed, int64_t epoch) {
+void Prefetcher::request(std::shared_ptr<const SplitData> d, std::vector<int64_t> idx,
+                         Augmentation aug, uint64_t seed, int64_t epoch) {
   SIEVE_ASSERT(!fut_.valid(), "one prefetch at a time");
   fut_ = std::async(std::launch::async,
-                    [this, d = std::move(d), idx = std::move(idx), augment, seed, epoch] {
+                    [this, d = std::move(d), idx = std::move(idx), aug, seed, epoch] {
                       Batch b;
-                      make_batch(*d, meta_, idx.data(), int(idx.size()), augment, seed, epoch, &b);
+                      make_batch(*d, meta_, idx.data(), int(idx.size()), aug, seed, epoch, &b);
                       return b;
                     });
 }

@@ -120,10 +120,22 @@ struct Batch {
   std::vector<int32_t> y;  // [n]
 };
 
-// Assemble samples `idx` into a batch: random crop (pad 4, zero padding) + horizontal flip
-// when `augment` (images only), then (x/255 - mean)/std per channel (tabular: per feature).
+// What make_batch does to an image before it normalises it (tables are never changed).
+struct Augmentation {
+  bool shift = false;  // a random translation, zero padding (a crop of the padded image)
+  bool flip = false;   // left to right, with probability 1/2
+};
+
+// The largest shift each way along an image side of `side` pixels: an eighth of it, rounded
+// (4 on 32 and 28, CIFAR's crop with padding 4; 2 on 16; 1 on 8), so that a small image keeps
+// most of itself: 4 pixels of an 8x8 digit would crop half of it away.
+int max_shift(int side);
+
+// Assemble samples `idx` into a batch, each image shifted and/or flipped as `aug` says (the
+// draws hash (seed, epoch, sample id)), then (x/255 - mean)/std per channel (tabular: per
+// feature).
 void make_batch(const SplitData& d, const DatasetMeta& meta, const int64_t* idx, int n,
-                bool augment, uint64_t seed, int64_t epoch, Batch* out);
+                Augmentation aug, uint64_t seed, int64_t epoch, Batch* out);
 
 // Builds batches on a background thread one ahead of the consumer (pure CPU work; the
 // thread never calls MPI or HDF5). request() queues a job on rows `idx` of `d` (held until
@@ -132,7 +144,7 @@ class Prefetcher {
  public:
   explicit Prefetcher(const DatasetMeta& meta) : meta_(meta) {}
   ~Prefetcher();
-  void request(std::shared_ptr<const SplitData> d, std::vector<int64_t> idx, bool augment,
+  void request(std::shared_ptr<const SplitData> d, std::vector<int64_t> idx, Augmentation aug,
                uint64_t seed, int64_t epoch);
   Batch take();
   bool pending() const { return fut_.valid(); }

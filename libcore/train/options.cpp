@@ -27,7 +27,8 @@ TrainOptions read_train_options(const Config& cfg, const std::string& p) {
   o.micro_batch = cfg.get_int(p + ".micro_batch");
   const int64_t seed = cfg.get_int(p + ".seed");
   o.seed = seed > 0 ? uint64_t(seed) : derived_seed(cfg, SeedFor::training, p);
-  o.augment = cfg.get_bool(p + ".augment");
+  const bool augment = cfg.get_bool(p + ".augment");
+  o.augment = {augment, augment && cfg.get_bool(p + ".augment_flip")};
   o.label_smoothing = float(cfg.get_float(p + ".label_smoothing"));
   o.loss = cfg.get_string(p + ".loss");
   o.gce_q = float(cfg.get_float(p + ".gce_q"));

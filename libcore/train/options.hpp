@@ -8,6 +8,7 @@
 #include "nn/model.hpp"
 #include "train/grad_sync.hpp"
 #include "train/keys.hpp"
+#include "train/loader.hpp"
 #include "train/optimizer.hpp"
 
 namespace sieve {
@@ -23,7 +24,7 @@ struct TrainOptions {
   ScheduleOptions sched;  // epochs/steps_per_epoch/global_batch filled in by the trainer
   int64_t epochs = 1, global_batch = 1, micro_batch = 0;
   uint64_t seed = 1;
-  bool augment = true;
+  Augmentation augment{true, true};
   float label_smoothing = 0.0f;
   // "cross_entropy", "gce" (nn::generalized_cross_entropy), or pretrain's "auto", which
   // pretrain resolves to one of the two before it trains (train/loss_auto.hpp).

@@ -43,7 +43,7 @@ void forward_rows(nn::Model& m, const SplitData& d, const DatasetMeta& meta, int
   for (int64_t i = 0; i < total; i += batch) {
     const int n = int(std::min<int64_t>(batch, total - i));
     const int64_t* idx = rows.data() + i;
-    make_batch(d, meta, idx, n, false, 0, 0, &b);
+    make_batch(d, meta, idx, n, Augmentation{}, 0, 0, &b);
     const float* logits = m.forward(b.x.data(), n, false);
     const float* f = m.features();
     for (int r = 0; r < n; ++r) {

@@ -143,7 +143,7 @@ std::pair<double, double> Trainer::evaluate(const EvalSplit& d, const std::vecto
       [&](const SplitData& block, const std::vector<int64_t>& local) {
         for (size_t i = 0; i < local.size(); i += size_t(o_.eval_batch)) {
           const int n = int(std::min<size_t>(size_t(o_.eval_batch), local.size() - i));
-          make_batch(block, meta_, local.data() + i, n, false, 0, 0, &b);
+          make_batch(block, meta_, local.data() + i, n, Augmentation{}, 0, 0, &b);
           const float* logits = model_->forward(b.x.data(), n, false);
           if (on_logits)
             on_logits(block, std::vector<int64_t>(local.begin() + i, local.begin() + i + n), logits,

@@ -337,7 +337,7 @@ TEST(TrainComm, StaleSynchronousParameterServer) {
   // width-1/8 ResNet with augmentation stayed near chance even in sync mode.
   for (TrainOptions* o : {&sync, &async}) {
     o->epochs = 6;
-    o->augment = false;
+    o->augment = {};
     o->spec.width = 0.25;
   }
   const Trained s = train_with(world, d, sync, &held.train);

@@ -42,7 +42,7 @@ inline train::TrainOptions short_run_options(const std::string& arch, int64_t mi
   o.global_batch = 12;
   o.micro_batch = micro;
   o.seed = 7;
-  o.augment = true;
+  o.augment = {true, true};
   o.opt.momentum = 0.9;
   o.opt.weight_decay = 1e-4;
   o.sched.base_lr = 0.05;

@@ -87,7 +87,7 @@ TEST(TrainData, KeyedOrderOfASubsetIsTheWholeOrderWithoutTheOthers) {
             std::vector<int64_t>(whole_without.begin(), whole_without.begin() + 100));
 }
 
-TEST(TrainData, ReadSplitNormalisesAndAugmentsByShiftAndFlip) {
+TEST(TrainData, ReadSplitNormalisesAndAugmentsByAShiftScaledToTheImageAndAFlip) {
   std::string dir = test::scratch_dir("train_data_read");
   std::string path = dir + "/d.h5";
   test::write_image_dataset(path, 12, 4, 4);
@@ -99,7 +99,7 @@ TEST(TrainData, ReadSplitNormalisesAndAugmentsByShiftAndFlip) {
   ASSERT_TRUE(has_split(path, "test"));
   std::vector<int64_t> idx = {3, 7, 0};
   Batch plain, aug, aug2;
-  make_batch(d, meta, idx.data(), 3, false, 9, 0, &plain);
+  make_batch(d, meta, idx.data(), 3, Augmentation{}, 9, 0, &plain);
   // Independent reference: NCHW, (x/255 - 0.5)/0.25.
   auto px = [&](int64_t s, int c, int y, int x) {
     return (d.images[((size_t(s) * 8 + y) * 8 + x) * 3 + c] / 255.0 - 0.5) / 0.25;
@@ -110,15 +110,17 @@ TEST(TrainData, ReadSplitNormalisesAndAugmentsByShiftAndFlip) {
         for (int x = 0; x < 8; ++x)
           ASSERT_NEAR(plain.x[((size_t(i) * 3 + c) * 8 + y) * 8 + x], px(idx[i], c, y, x), 1e-5);
   EXPECT_EQ(plain.y[1], d.labels[7]);
-  make_batch(d, meta, idx.data(), 3, true, 9, 5, &aug);
-  make_batch(d, meta, idx.data(), 3, true, 9, 5, &aug2);
+  const Augmentation both{true, true};
+  make_batch(d, meta, idx.data(), 3, both, 9, 5, &aug);
+  make_batch(d, meta, idx.data(), 3, both, 9, 5, &aug2);
   EXPECT_EQ(aug.x, aug2.x);  // seeded: reproducible
-  // Every augmented sample is some crop (shift in [-4,4]^2, zero padding) +/- flip.
-  for (int i = 0; i < 3; ++i) {
+  // Which shifts (|dy|, |dx| <= `reach`) and flips reproduce sample i of `b` from its source.
+  auto matches = [&](const Batch& b, int i, int reach, bool allow_flip, bool* moved,
+                     bool* flipped) {
     bool found = false;
-    for (int dy = -4; dy <= 4 && !found; ++dy)
-      for (int dx = -4; dx <= 4 && !found; ++dx)
-        for (int flip = 0; flip < 2 && !found; ++flip) {
+    for (int dy = -reach; dy <= reach; ++dy)
+      for (int dx = -reach; dx <= reach; ++dx)
+        for (int flip = 0; flip < (allow_flip ? 2 : 1); ++flip) {
           bool ok = true;
           for (int c = 0; c < 3 && ok; ++c)
             for (int y = 0; y < 8 && ok; ++y)
@@ -126,16 +128,41 @@ TEST(TrainData, ReadSplitNormalisesAndAugmentsByShiftAndFlip) {
                 int sx = (flip ? 7 - x : x) + dx, sy = y + dy;
                 double ref =
                     (sy < 0 || sy >= 8 || sx < 0 || sx >= 8) ? -2.0 : px(idx[i], c, sy, sx);
-                ok = std::abs(aug.x[((size_t(i) * 3 + c) * 8 + y) * 8 + x] - ref) < 1e-5;
+                ok = std::abs(b.x[((size_t(i) * 3 + c) * 8 + y) * 8 + x] - ref) < 1e-5;
               }
-          found = ok;
+          if (ok && !found) {
+            found = true;
+            *moved = dy != 0 || dx != 0;
+            *flipped = flip != 0;
+          }
         }
-    EXPECT_TRUE(found) << "sample " << i;
+    return found;
+  };
+  // On an 8-pixel side the shift reaches one pixel (an eighth), not CIFAR's four.
+  EXPECT_EQ(max_shift(8), 1);
+  EXPECT_EQ(max_shift(28), 4);
+  EXPECT_EQ(max_shift(32), 4);
+  EXPECT_EQ(max_shift(224), 28);
+  for (int i = 0; i < 3; ++i) {
+    bool moved = false, flipped = false;
+    EXPECT_TRUE(matches(aug, i, 1, true, &moved, &flipped)) << "sample " << i;
   }
+  // Shift without flip: every sample a plain shift, and over 40 epochs some sample moves.
+  int moved_count = 0;
+  for (int64_t epoch = 0; epoch < 40; ++epoch) {
+    Batch shifted;
+    make_batch(d, meta, idx.data(), 3, Augmentation{true, false}, 9, epoch, &shifted);
+    for (int i = 0; i < 3; ++i) {
+      bool moved = false, flipped = true;
+      ASSERT_TRUE(matches(shifted, i, 1, false, &moved, &flipped)) << "epoch " << epoch;
+      moved_count += moved;
+    }
+  }
+  EXPECT_GT(moved_count, 60);  // 8 of 9 shifts move: ~107 of 120 expected
   // Augmentation depends on (seed, epoch, sample id), not on the batch position.
   std::vector<int64_t> one = {0};
   Batch single;
-  make_batch(d, meta, one.data(), 1, true, 9, 5, &single);
+  make_batch(d, meta, one.data(), 1, both, 9, 5, &single);
   EXPECT_TRUE(std::equal(single.x.begin(), single.x.end(), aug.x.begin() + 2 * 192));
 }
 
@@ -145,11 +172,11 @@ TEST(TrainData, PrefetcherDeliversTheRequestedBatch) {
   DatasetMeta meta = read_dataset_meta(dir + "/d.h5");
   auto d = std::make_shared<const SplitData>(read_split(dir + "/d.h5", "train"));
   Prefetcher pf(meta);
-  pf.request(d, {1, 2}, true, 3, 1);
+  pf.request(d, {1, 2}, Augmentation{true, true}, 3, 1);
   Batch b = pf.take();
   Batch ref;
   std::vector<int64_t> idx = {1, 2};
-  make_batch(*d, meta, idx.data(), 2, true, 3, 1, &ref);
+  make_batch(*d, meta, idx.data(), 2, Augmentation{true, true}, 3, 1, &ref);
   EXPECT_EQ(b.x, ref.x);
   EXPECT_EQ(b.y, ref.y);
 }

@@ -64,7 +64,7 @@ TEST(TrainPrograms, SmallResnetLearnsSyntheticImagesAndFeaturesAreExtracted) {
   auto split = train::read_split(d + "/dataset.h5", "train");
   train::Batch b;
   std::vector<int64_t> idx = {5};
-  train::make_batch(split, meta, idx.data(), 1, false, 0, 0, &b);
+  train::make_batch(split, meta, idx.data(), 1, train::Augmentation{}, 0, 0, &b);
   model->forward(b.x.data(), 1, false);
   std::vector<float> row(64);
   f.read_rows<float>("/train/features", 5, 1, row.data());
