@@ -11,7 +11,7 @@
 #                              [--set key=value ...]
 #
 # DATA: fmnist12k (the first 12,000 Fashion-MNIST training images and all 10,000 test images,
-#       configs/fashion_mnist.yaml at width 1/8, 12 epochs), fmnist (all 60,000, same recipe),
+#       configs/fashion_mnist.yaml at width 1/8, 24 epochs), fmnist (all 60,000, same recipe),
 #       fmnistlt (a long tail: class c keeps its first round(6000 x 10^(-c/9)) training images,
 #       6,000 T-shirt/top down to 600 Ankle boot, 24,523 in all; all 10,000 test images; same
 #       recipe: classes as unequal as real data's, which no session tuned for),
@@ -301,7 +301,7 @@ for cell in $cells; do
       if [ "$data" = fmnist12k ]; then src="$out/fmnist12k-idx"; subset_idx "$src" 12000; fi
       if [ "$data" = fmnistlt ]; then src="$out/fmnistlt-idx"; subset_idx "$src" 60000 10; fi
       sets=(--config "$root/configs/fashion_mnist.yaml" --set data.path="$src"
-            --set pretrain.model.width=0.125 --set pretrain.epochs=12) ;;
+            --set pretrain.model.width=0.125 --set pretrain.epochs=24) ;;
     digits)
       src="$out/digits-idx"
       digits_idx "$src"
