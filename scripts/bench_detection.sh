@@ -345,8 +345,8 @@ for cell in $cells; do
   /usr/bin/python3 - "$dir/filter.h5" "$data" "$kind $rate" >>"$out/table.md" <<'EOF'
 import sys, h5py
 f = h5py.File(sys.argv[1], "r")
-est = f["/noise_estimate"].attrs["total"] if "/noise_estimate" in f else ""
 ne = f["/noise_estimate"].attrs if "/noise_estimate" in f else {}
+est = ne.get("total", "")
 if ne.get("in_doubt", 0):
     est = f"{est} (in doubt)"  # cluster_filter's caution: the early model's own error is as large
 if ne.get("test_split_cap", -1) >= 0:

@@ -143,22 +143,23 @@ TEST(TrainData, ReadSplitNormalisesAndAugmentsByAShiftScaledToTheImageAndAFlip) 
   EXPECT_EQ(max_shift(28), 4);
   EXPECT_EQ(max_shift(32), 4);
   EXPECT_EQ(max_shift(224), 28);
-  for (int i = 0; i < 3; ++i) {
-    bool moved = false, flipped = false;
-    EXPECT_TRUE(matches(aug, i, 1, true, &moved, &flipped)) << "sample " << i;
-  }
-  // Shift without flip: every sample a plain shift, and over 40 epochs some sample moves.
-  int moved_count = 0;
+  // Over 40 epochs: with both, every sample some shift +/- flip, about half of them flipped;
+  // with the shift alone, every sample a plain shift, and most of them moved.
+  int flipped_count = 0, moved_count = 0;
   for (int64_t epoch = 0; epoch < 40; ++epoch) {
-    Batch shifted;
+    Batch flipped_too, shifted;
+    make_batch(d, meta, idx.data(), 3, both, 9, epoch, &flipped_too);
     make_batch(d, meta, idx.data(), 3, Augmentation{true, false}, 9, epoch, &shifted);
     for (int i = 0; i < 3; ++i) {
-      bool moved = false, flipped = true;
+      bool moved = false, flipped = false;
+      ASSERT_TRUE(matches(flipped_too, i, 1, true, &moved, &flipped)) << "epoch " << epoch;
+      flipped_count += flipped;
       ASSERT_TRUE(matches(shifted, i, 1, false, &moved, &flipped)) << "epoch " << epoch;
       moved_count += moved;
     }
   }
-  EXPECT_GT(moved_count, 60);  // 8 of 9 shifts move: ~107 of 120 expected
+  EXPECT_GT(flipped_count, 30);  // a fair coin: ~60 of 120 expected
+  EXPECT_GT(moved_count, 60);    // 8 of 9 shifts move: ~107 of 120 expected
   // Augmentation depends on (seed, epoch, sample id), not on the batch position.
   std::vector<int64_t> one = {0};
   Batch single;
