@@ -229,6 +229,12 @@ void add_features_keys(ConfigSchema& s) {
                "held-out accuracy peak), final (pretrain/model.h5), or auto (early when pretrain "
                "wrote one, else final; the choice is logged and recorded); --model overrides",
                {"auto", "early", "final"});
+  s.add_string("features.flip_average", "auto",
+               "pass each image also mirrored left to right and average the two passes' features "
+               "and probabilities (test-time augmentation): on, off, or auto (on where the model "
+               "was trained with the flip: pretrain.augment and pretrain.augment_flip in its "
+               "recorded config, on an image dataset; recorded as the attribute flip_average)",
+               {"auto", "on", "off"});
   s.add_string("features.fold_models", "early",
                "where pretrain wrote cross-fitted fold models (pretrain.folds >= 2): /train/probs "
                "are out-of-fold, each training sample scored by the fold model that never trained "

@@ -32,29 +32,58 @@ void add_features_flags(po::options_description& d) {
 
 namespace {
 
+// Softmax of logits z [K] into p, in double: probabilities of 1e-30 stay > 0.
+void softmax_into(const float* z, int K, double* p) {
+  const float mx = *std::max_element(z, z + K);
+  double sum = 0;
+  for (int k = 0; k < K; ++k) sum += p[k] = std::exp(double(z[k] - mx));
+  for (int k = 0; k < K; ++k) p[k] /= sum;
+}
+
+// Mirrors each image of the batch left to right in place (the [n, C, H, W] rows).
+void mirror_batch(Batch* b, int64_t n, const DatasetMeta& meta) {
+  const int64_t w = meta.width;
+  const int64_t rows = n * meta.channels * meta.height;
+  for (int64_t r = 0; r < rows; ++r) std::reverse(b->x.begin() + r * w, b->x.begin() + (r + 1) * w);
+}
+
 // Forward rows `rows` of `d` in eval mode in batches; features (when `feats` is given) and
-// softmax probabilities of row r land at row r of feats [d.n, F] and probs [d.n, K].
+// softmax probabilities of row r land at row r of feats [d.n, F] and probs [d.n, K]. With
+// `mirror`, each image is also passed mirrored and the two passes' features and probabilities
+// are averaged (test-time augmentation with the flip pretrain trained with: a mirrored
+// garment is the same garment, so the average is the model's view of the image rather than
+// of one of its two equally likely poses).
 void forward_rows(nn::Model& m, const SplitData& d, const DatasetMeta& meta, int64_t batch,
-                  const std::vector<int64_t>& rows, float* feats, float* probs) {
+                  const std::vector<int64_t>& rows, bool mirror, float* feats, float* probs) {
   const int F = m.feature_dim();
   const int K = m.num_classes();
+  const int passes = mirror ? 2 : 1;
   Batch b;
+  std::vector<double> f_sum, p_sum, p(size_t(K), 0.0);
   const int64_t total = int64_t(rows.size());
   for (int64_t i = 0; i < total; i += batch) {
     const int n = int(std::min<int64_t>(batch, total - i));
     const int64_t* idx = rows.data() + i;
     make_batch(d, meta, idx, n, Augmentation{}, 0, 0, &b);
-    const float* logits = m.forward(b.x.data(), n, false);
-    const float* f = m.features();
+    f_sum.assign(size_t(n) * F, 0.0);
+    p_sum.assign(size_t(n) * K, 0.0);
+    for (int pass = 0; pass < passes; ++pass) {
+      if (pass == 1) mirror_batch(&b, n, meta);
+      const float* logits = m.forward(b.x.data(), n, false);
+      const float* f = m.features();
+      for (int r = 0; r < n; ++r) {
+        if (feats)
+          for (int j = 0; j < F; ++j) f_sum[size_t(r) * F + j] += f[size_t(r) * F + j];
+        softmax_into(logits + size_t(r) * K, K, p.data());
+        for (int k = 0; k < K; ++k) p_sum[size_t(r) * K + k] += p[size_t(k)];
+      }
+    }
     for (int r = 0; r < n; ++r) {
-      if (feats) std::copy(f + size_t(r) * F, f + size_t(r + 1) * F, feats + size_t(idx[r]) * F);
-      // softmax in double: probabilities of 1e-30 stay > 0
-      const float* z = logits + size_t(r) * K;
-      float* p = probs + size_t(idx[r]) * K;
-      const float mx = *std::max_element(z, z + K);
-      double sum = 0;
-      for (int k = 0; k < K; ++k) sum += std::exp(double(z[k] - mx));
-      for (int k = 0; k < K; ++k) p[k] = float(std::exp(double(z[k] - mx)) / sum);
+      if (feats)
+        for (int j = 0; j < F; ++j)
+          feats[size_t(idx[r]) * F + j] = float(f_sum[size_t(r) * F + j] / passes);
+      for (int k = 0; k < K; ++k)
+        probs[size_t(idx[r]) * K + k] = float(p_sum[size_t(r) * K + k] / passes);
     }
   }
 }
@@ -63,20 +92,20 @@ void forward_rows(nn::Model& m, const SplitData& d, const DatasetMeta& meta, int
 // probabilities are replaced by those of the fold model that did not train on them
 // (`first_row`: d's first row in the split, `fold_of` its rows' folds).
 void forward_block(nn::Model& m, const SplitData& d, const DatasetMeta& meta, int64_t batch,
-                   const OutOfFold* oof, int64_t first_row, std::vector<float>* feats,
+                   bool mirror, const OutOfFold* oof, int64_t first_row, std::vector<float>* feats,
                    std::vector<float>* probs, std::vector<int32_t>* fold_of) {
   feats->resize(size_t(d.n) * m.feature_dim());
   probs->resize(size_t(d.n) * m.num_classes());
   std::vector<int64_t> rows(size_t(d.n));
   for (int64_t i = 0; i < d.n; ++i) rows[size_t(i)] = i;
-  forward_rows(m, d, meta, batch, rows, feats->data(), probs->data());
+  forward_rows(m, d, meta, batch, rows, mirror, feats->data(), probs->data());
   if (!oof) return;
   fold_of->assign(oof->fold.begin() + first_row, oof->fold.begin() + first_row + d.n);
   for (int k = 0; k < oof->folds; ++k) {
     rows.clear();
     for (int64_t i = 0; i < d.n; ++i)
       if ((*fold_of)[size_t(i)] == k) rows.push_back(i);
-    forward_rows(*oof->models[size_t(k)], d, meta, batch, rows, nullptr, probs->data());
+    forward_rows(*oof->models[size_t(k)], d, meta, batch, rows, mirror, nullptr, probs->data());
   }
 }
 
@@ -125,6 +154,28 @@ void check_model_fits(const nn::Model& model, const std::string& model_path,
                   " (", ds.fingerprint(), "); extracting anyway"));
 }
 
+// features.flip_average: whether each image is also passed mirrored. auto: where the model
+// was trained with the flip (its recorded config's pretrain.augment and augment_flip), so that
+// it has learnt a mirrored image as the same class; a model without a recorded config is not
+// mirrored.
+bool flip_average(const Config& cfg, const std::string& model_path, const data::DatasetFile& ds) {
+  const std::string v = cfg.get_string("features.flip_average");
+  if (v == "off") return false;
+  if (v == "on" && !ds.is_image())
+    throw UsageError(
+        "config key 'features.flip_average' = on: the dataset holds table rows, "
+        "not images (expected auto or off)");
+  bool on = v == "on";
+  if (v == "auto" && ds.is_image()) {
+    const std::optional<Config> trained = stored_config(model_path, cfg.schema());
+    on = trained && trained->get_bool("pretrain.augment") &&
+         trained->get_bool("pretrain.augment_flip");
+  }
+  if (on)
+    log::info("each image also passed mirrored, the two passes averaged (features.flip_average)");
+  return on;
+}
+
 // What the features file says of itself: the model, its choice, precision and what
 // /train/probs are (docs/formats.md: the detectors' and the report's reading of them).
 void write_attributes(h5::File& f, const nn::Model& model, const std::string& model_path,
@@ -149,7 +200,7 @@ void write_attributes(h5::File& f, const nn::Model& model, const std::string& mo
 // the rank writing the highest offsets first) must not leave the others inside the next
 // collective; all ranks then fail with its one line and the temporary file is removed.
 void embed_split(const Comm& comm, h5::File& f, nn::Model& model, const data::DatasetFile& ds,
-                 const DatasetMeta& meta, data::Split s, int64_t batch, int64_t block,
+                 const DatasetMeta& meta, data::Split s, int64_t batch, int64_t block, bool mirror,
                  const OutOfFold* use_oof) {
   auto agreed = [&](auto&& step) { agreed_step(comm, step); };
   const int F = model.feature_dim();
@@ -172,7 +223,7 @@ void embed_split(const Comm& comm, h5::File& f, nn::Model& model, const data::Da
     const int64_t a = std::min(mine.end, mine.begin + k * block);
     const int64_t b = std::min(mine.end, a + block);
     const SplitData d = read_rows(ds, s, a, b);
-    forward_block(model, d, meta, batch, use_oof, a, &feats, &probs, &fold_of);
+    forward_block(model, d, meta, batch, mirror, use_oof, a, &feats, &probs, &fold_of);
     const hsize_t r0 = hsize_t(a), cnt = hsize_t(b - a);
     if (use_oof) agreed([&] { f.write_rows<int32_t>(g + "/fold", r0, cnt, fold_of.data()); });
     agreed([&] { f.write_rows<float>(g + "/features", r0, cnt, feats.data()); });
@@ -218,6 +269,7 @@ void extract_features_main(ToolContext& ctx) {
     splits.push_back(data::Split::Test);
   const lineage::Lineage of_model = lineage::lineage_of(model_path);
   check_model_fits(*model, model_path, of_model, ds, dataset);
+  const bool mirror = flip_average(ctx.cfg, model_path, ds);
 
   h5::File f = h5::File::create(out.tmp_path(), &ctx.comm);
   h5::stamp(f, schema::kFeatures, ctx.cfg.to_yaml());
@@ -225,6 +277,7 @@ void extract_features_main(ToolContext& ctx) {
       f, schema::kFeatures, ctx.cfg.to_yaml(),
       {{of_model.inputs.front(), {dataset, meta.fingerprint}}, meta.fingerprint, ""});
   write_attributes(f, *model, model_path, model_choice, dtype, backend, meta.num_classes, oof);
+  f.set_attr("/", "flip_average", int64_t(mirror));
   const int64_t row_bytes = ds.row_bytes();
   const int64_t block_cfg = ctx.cfg.get_int("features.block_samples");
   const int64_t block =
@@ -232,7 +285,7 @@ void extract_features_main(ToolContext& ctx) {
                     : std::max<int64_t>(batch, (int64_t(64) << 20) /
                                                    std::max<int64_t>(1, row_bytes) / batch * batch);
   for (data::Split s : splits)
-    embed_split(ctx.comm, f, *model, ds, meta, s, batch, block,
+    embed_split(ctx.comm, f, *model, ds, meta, s, batch, block, mirror,
                 oof && s == data::Split::Train ? &*oof : nullptr);
   agreed_step(ctx.comm, [&] { f.close(); });
   out.commit();

@@ -2,6 +2,8 @@
 // writes its features), the MLP fits Iris, train_scaled's sweep table and keep-mask arms.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 
@@ -99,6 +101,81 @@ TEST(TrainPrograms, SmallResnetLearnsSyntheticImagesAndFeaturesAreExtracted) {
     ASSERT_EQ(gt.size(), test_feats.size());
     for (size_t i = 0; i < gt.size(); ++i) ASSERT_NEAR(gt[i], test_feats[i], 1e-4) << np << " " << i;
   }
+}
+
+// features.flip_average: each image's features and probabilities are the mean of its own
+// forward pass and its mirror's; auto follows the flip the model was trained with.
+TEST(TrainPrograms, FlipAverageIsTheMeanOfTheImageAndItsMirror) {
+  const std::string d = test::scratch_dir("train_tools_flip_average");
+  // The same images, and their mirrors under the same sample ids (a second dataset).
+  const test::TinySplit train = test::synthetic_images(96, 4, 1, 1000);
+  const test::TinySplit held = test::synthetic_images(32, 4, 2, 900000);
+  auto mirrored = [](test::TinySplit s) {
+    const size_t hw = 8, c = 3;
+    for (size_t row = 0; row < s.images.size() / (hw * c); ++row)
+      for (size_t x = 0; x < hw / 2; ++x)
+        for (size_t k = 0; k < c; ++k)
+          std::swap(s.images[(row * hw + x) * c + k], s.images[(row * hw + hw - 1 - x) * c + k]);
+    return s;
+  };
+  const test::TinySplit train_m = mirrored(train), held_m = mirrored(held);
+  const std::vector<double> mean = {0.5, 0.5, 0.5}, sd = {0.25, 0.25, 0.25};
+  test::write_dataset(d + "/dataset.h5", train, &held, 4, 8, 0, mean, sd);
+  test::write_dataset(d + "/mirrored.h5", train_m, &held_m, 4, 8, 0, mean, sd);
+  int rc = 0;
+  std::string out = pretrain(d,
+                             " --set pretrain.epochs=2 --set pretrain.checkpoint.every_steps=0"
+                             " --set pretrain.global_batch=16 --set pretrain.augment=false",
+                             &rc);
+  ASSERT_EQ(rc, 0) << out;
+  auto extract = [&](const std::string& dataset, const std::string& name, const std::string& set) {
+    std::string o;
+    const int code = test::run_command(
+        cat(test::tool_path("extract_features"), " --set run.dir=", d, " --dataset ", dataset,
+            " --output ", d, "/", name, " --set features.precision=fp32", set),
+        &o);
+    EXPECT_EQ(code, 0) << o;
+    return h5::File::open(d + "/" + name);
+  };
+  // The model trained without the flip: auto does not mirror.
+  h5::File plain = extract(d + "/dataset.h5", "plain.h5", "");
+  EXPECT_EQ(plain.attr_int("/", "flip_average"), 0);
+  h5::File mirror = extract(d + "/mirrored.h5", "mirror.h5", " --set features.flip_average=off");
+  h5::File both = extract(d + "/dataset.h5", "both.h5", " --set features.flip_average=on");
+  EXPECT_EQ(both.attr_int("/", "flip_average"), 1);
+  for (const char* ds : {"/train/features", "/train/probs", "/test/probs"}) {
+    const auto a = plain.read_all<float>(ds), m = mirror.read_all<float>(ds),
+               b = both.read_all<float>(ds);
+    ASSERT_EQ(a.size(), b.size());
+    ASSERT_EQ(m.size(), b.size());
+    double moved = 0;
+    for (size_t i = 0; i < b.size(); ++i) {
+      ASSERT_NEAR(b[i], 0.5f * (a[i] + m[i]), 1e-5) << ds << " " << i;
+      moved = std::max(moved, double(std::fabs(b[i] - a[i])));
+    }
+    EXPECT_GT(moved, 1e-3) << ds;  // the mirror is another image to this model
+  }
+  // A model trained with the flip is mirrored under auto.
+  out = pretrain(d,
+                 " --set pretrain.epochs=1 --set pretrain.checkpoint.every_steps=0"
+                 " --set pretrain.global_batch=16 --set pretrain.augment=true --overwrite",
+                 &rc);
+  ASSERT_EQ(rc, 0) << out;
+  EXPECT_EQ(extract(d + "/dataset.h5", "auto.h5", "").attr_int("/", "flip_average"), 1);
+  // Tables have no mirror: on is refused with one line naming the key.
+  const std::string t = test::scratch_dir("train_tools_flip_average_table");
+  ASSERT_TRUE(test::write_iris_dataset(test::shared_data("iris.csv"), t + "/dataset.h5"));
+  rc = test::run_command(cat(test::tool_path("pretrain"), " --set run.dir=", t,
+                             " --set pretrain.model.arch=mlp --set pretrain.epochs=1",
+                             " --set pretrain.global_batch=16"),
+                         &out);
+  ASSERT_EQ(rc, 0) << out;
+  rc = test::run_command(cat(test::tool_path("extract_features"), " --set run.dir=", t,
+                             " --set features.flip_average=on"),
+                         &out);
+  EXPECT_EQ(rc, 2) << out;
+  EXPECT_NE(out.find("features.flip_average"), std::string::npos) << out;
+  EXPECT_FALSE(fs::exists(t + "/features.h5"));
 }
 
 TEST(TrainPrograms, MlpReachesNinetyFivePercentOnIris) {
