@@ -35,6 +35,29 @@ NoiseEstimate estimate_from_joint(std::vector<int64_t> joint, std::vector<int64_
   return e;
 }
 
+std::vector<double> label_transition(const NoiseEstimate& estimate, double prior_share) {
+  const int k = estimate.classes;
+  std::vector<double> t(size_t(k) * size_t(k), 0.0);
+  for (int j = 0; j < k; ++j) {
+    double column = 0;
+    for (int i = 0; i < k; ++i) column += double(estimate.joint[size_t(i) * k + j]);
+    const double prior = prior_share * column;
+    const double total = column + double(k) * prior;
+    for (int i = 0; i < k; ++i)
+      t[size_t(i) * k + j] =
+          total > 0 ? (double(estimate.joint[size_t(i) * k + j]) + prior) / total : 1.0 / k;
+  }
+  return t;
+}
+
+double wrong_label_posterior(const float* p, int y, const std::vector<double>& transition,
+                             int classes) {
+  const double* row = transition.data() + size_t(y) * size_t(classes);
+  double all = 0;
+  for (int j = 0; j < classes; ++j) all += double(p[j]) * row[j];
+  return all > 0 ? 1.0 - double(p[y]) * row[y] / all : 0.0;
+}
+
 namespace {
 
 // `amount` units shared in proportion to `weight` (negative counts as 0; all 0: in proportion

@@ -38,6 +38,27 @@ struct NoiseEstimate {
 NoiseEstimate estimate_from_joint(std::vector<int64_t> joint, std::vector<int64_t> class_size,
                                   int classes);
 
+// The noise's label transition T[i][j] = P(given label i | true class j), [classes x
+// classes] row-major, from the confident joint's columns (the samples confidently predicted j,
+// by the label they carry), each cell first given a prior of `prior_share` of its column's
+// count. Why the prior: a cell of a few samples is mostly the model's own error, and a
+// posterior that trusted it would take every confusion the model makes there for a flip; with
+// a prior of 0.5 % per cell (kTransitionPrior) a cell moves the posterior once it holds more
+// than a few per mille of its column (docs/detection.md, twenty-sixth session). A column with no
+// sample is uniform.
+inline constexpr double kTransitionPrior = 0.005;
+std::vector<double> label_transition(const NoiseEstimate& estimate,
+                                     double prior_share = kTransitionPrior);
+
+// The posterior that a sample's label y is wrong, given the model's class probabilities p [K]
+// and the transition T: 1 - p_y T[y][y] / sum_j p_j T[y][j] (Bayes: the model says which
+// class the image is, T how often each class is given label y). Where confident learning's
+// margin (max_j p_j - p_y) weighs every other class alike, this weighs each by how often its
+// samples carry label y: under pairwise noise a Shirt labelled T-shirt/top is a likely flip,
+// a Bag labelled T-shirt/top a likely model error. 0 where the denominator is 0.
+double wrong_label_posterior(const float* p, int y, const std::vector<double>& transition,
+                             int classes);
+
 // How many samples of each class the calibrated decisions flag: the larger of the estimate
 // and the number a vote (e.g. the knn detector's) flags in that class. Why: the confident
 // joint counts only the samples the model confidently places in another class. An outlier

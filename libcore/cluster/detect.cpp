@@ -130,6 +130,25 @@ Detection detect_confident(const float* p, int64_t n, int classes, const int32_t
   return confident(nullptr, p, nullptr, n, classes, n, labels, heldout, estimate);
 }
 
+Detection detect_posterior(const Comm& comm, const RowShare& probs, int64_t n,
+                           const int32_t* labels, const NoiseEstimate& estimate) {
+  SIEVE_CHECK(probs.width == estimate.classes, "posterior detector: ", probs.width,
+              " probability columns for a noise estimate of ", estimate.classes, " classes");
+  check_labels(labels, n, probs.width);
+  const std::vector<double> transition = label_transition(estimate);
+  Detection det;
+  det.method = "posterior";
+  det.inputs = "class probabilities (the confident joint's label transition)";
+  det.score.assign(size_t(n), 0.0f);
+  for (int64_t q = 0; q < probs.size(); ++q) {
+    const int64_t i = probs.rows[size_t(q)];
+    det.score[size_t(i)] = float(wrong_label_posterior(probs.x.data() + q * probs.width, labels[i],
+                                                       transition, probs.width));
+  }
+  if (comm.size() > 1) comm.allreduce_sum(det.score.data(), det.score.size());  // disjoint rows
+  return det;
+}
+
 std::vector<float> core_distance_per_class(const float* x, int64_t n, int d, const int32_t* labels,
                                            int min_samples) {
   std::unordered_map<int32_t, std::vector<int64_t>> rows;

@@ -102,6 +102,14 @@ Detection detect_confident(const Comm& comm, const RowShare& probs, int64_t n,
 Detection detect_confident(const float* p, int64_t n, int classes, const int32_t* labels,
                            NoiseEstimate* estimate = nullptr, const uint8_t* heldout = nullptr);
 
+// The posterior detector's score over row-distributed probabilities: each sample's
+// wrong_label_posterior (calibrate.hpp) under the label transition of `estimate` (the
+// confident joint of the same probabilities). Score only: the flags follow the calibrated
+// counts (flag_top_overall) once they are known. labels [n] and the score are whole on every
+// rank.
+Detection detect_posterior(const Comm& comm, const RowShare& probs, int64_t n,
+                           const int32_t* labels, const NoiseEstimate& estimate);
+
 // DBSCAN's core distance per sample within its class (the score of the dbscan detector):
 // distance to the (min_samples-1)'th nearest other sample of the same class. A class too
 // small to hold a core point (DBSCAN calls all of it noise) scores the run's largest value.

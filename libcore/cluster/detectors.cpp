@@ -7,7 +7,7 @@ namespace sieve::cluster {
 const std::vector<DetectorInfo>& detectors() {
   static const std::vector<DetectorInfo> all = {
       {"consensus", "features + class probabilities (+ training dynamics)",
-       "rank average of the knn, confident and (where recorded) dynamics scores; flags as many "
+       "rank average of the knn, posterior and (where recorded) dynamics scores; flags as many "
        "as the confident joint estimates wrong, the highest over all classes",
        false, true, true, false, true, true},
       {"knn", "penultimate features",
@@ -18,6 +18,11 @@ const std::vector<DetectorInfo>& detectors() {
        "max other-class probability minus the label's; flagged off the confident joint's "
        "diagonal",
        false, false, true, false, true},
+      {"posterior", "class probabilities + the confident joint",
+       "posterior that the label is wrong under the noise's label transition (the confident "
+       "joint's columns, a 0.5 % prior per cell); flags as many as the confident joint "
+       "estimates wrong, the highest over all classes",
+       false, false, true, false, true, true},
       {"dynamics", "training dynamics (margin at every epoch)",
        "negated area under the margin (mean of assigned logit minus the largest other over the "
        "epochs); flags as many as the confident joint estimates wrong, the highest over all "

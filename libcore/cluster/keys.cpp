@@ -6,16 +6,17 @@ void add_filter_keys(ConfigSchema& s) {
   // consensus by default: the best mean F1 and the best worst case (symmetric and pairwise) of
   // every detector over the kinds of noise measured; not the best on each (dbscan and knn lead
   // at symmetric 20 %; instance-dependent noise defeats all): docs/detection.md's table.
-  s.add_string("filter.method", "consensus",
-               "noise detector whose decision makes /keep: knn (label vote of the nearest "
-               "neighbours in feature space), confident (confident learning on class "
-               "probabilities), dynamics (area under the margin over pretrain's epochs), dbscan "
-               "(the paper's: DBSCAN per class on the embedding), gmm or kmeans; consensus (rank "
-               "average of knn, confident and dynamics, flagging as many as the confident joint "
-               "estimates wrong, the highest-ranked over all classes) (docs/detection.md; the "
-               "names are "
-               "cluster/detectors.cpp's registry, which a test holds equal to this list)",
-               {"consensus", "knn", "confident", "dynamics", "dbscan", "gmm", "kmeans"});
+  s.add_string(
+      "filter.method", "consensus",
+      "noise detector whose decision makes /keep: knn (label vote of the nearest "
+      "neighbours in feature space), confident (confident learning on class "
+      "probabilities), dynamics (area under the margin over pretrain's epochs), dbscan "
+      "(the paper's: DBSCAN per class on the embedding), gmm or kmeans; consensus (rank "
+      "average of knn, confident and dynamics, flagging as many as the confident joint "
+      "estimates wrong, the highest-ranked over all classes) (docs/detection.md; the "
+      "names are "
+      "cluster/detectors.cpp's registry, which a test holds equal to this list)",
+      {"consensus", "knn", "confident", "posterior", "dynamics", "dbscan", "gmm", "kmeans"});
   // 0.5: a detector that calls most of a class noise is misconfigured (DBSCAN's eps 0.5 on a
   // t-SNE map spanning +-50 flagged 93-99 %), and the filtered arm would train on the rest.
   s.add_float("filter.max_flagged", 0.5,

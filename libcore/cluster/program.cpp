@@ -152,6 +152,11 @@ struct FilterRun {
       if (d.method == m) return &d;
     return nullptr;
   }
+  Detection* find_mutable(const std::string& m) {
+    for (auto& d : dets)
+      if (d.method == m) return &d;
+    return nullptr;
+  }
   // Lineage: every file joined here by sample_id comes from the input's dataset.
   void same_dataset(const std::string& other) {
     h5::File of = h5::File::open(other);
@@ -404,6 +409,12 @@ void run_feature_detectors(FilterRun& r) {
     r.dets.back().seconds = seconds_since(t0);
     log_heldout_thresholds(r);
     if (r.test_bound && !heldout.empty()) estimate_from_confusion(r, heldout, fin.probs.width);
+    if (!r.estimate.empty() && (r.runs(detector("posterior")) || r.runs(consensus))) {
+      const auto t1 = Clock::now();
+      r.dets.push_back(
+          detect_posterior(r.ctx.comm, fin.probs, r.in.n, r.in.labels.data(), r.estimate));
+      r.dets.back().seconds = seconds_since(t1);  // its flags follow the counts, below
+    }
   }
   if (r.compare && !r.had_probs)
     log::infof("no class probabilities in ", r.features.empty() ? "(no features file)" : r.features,
@@ -430,9 +441,50 @@ void apply_known_noise_rate(FilterRun& r) {
                        "filter.max_flagged where its share of the rate was not)"));
 }
 
-// The training-dynamics detector and the consensus of the scores, both flagging their highest-
-// scored samples over all classes, as many as the noise estimate says, per class or the knn
-// vote where it flags more (combined_counts), in all (flag_top_overall).
+// A ranked detector's flags: the highest-scored over all classes, as many as the calibrated
+// counts say (flag_top_overall); without counts (no class probabilities), the samples scored
+// above `above`.
+std::vector<uint8_t> ranked_flags(const FilterRun& r, const std::vector<float>& score,
+                                  float above) {
+  if (!r.flag_counts.empty())
+    return flag_top_overall(score, r.in.labels.data(), r.flag_counts, r.max_flagged);
+  std::vector<uint8_t> flag(score.size());
+  for (size_t i = 0; i < score.size(); ++i) flag[i] = score[i] > above;
+  return flag;
+}
+
+// Training dynamics: the negated area under the margin (NaN: no epoch recorded; held-out
+// samples have one from evaluation in files written since they are recorded). Returns the
+// scores with their NaNs for the consensus (empty where no dynamics were read).
+std::vector<float> run_dynamics_detector(FilterRun& r) {
+  std::vector<float> neg_aum;
+  if (r.dynamics_file.empty() || !(r.runs(detector("dynamics")) || r.runs(detector("consensus"))))
+    return neg_aum;
+  const auto t0 = Clock::now();
+  neg_aum = r.dynamics().aum_of(r.in.ids);
+  for (auto& v : neg_aum) v = -v;
+  Detection d;
+  d.method = "dynamics";
+  d.inputs = detector("dynamics").looks_at;
+  d.score = neg_aum;
+  // Unrecorded samples score the median (neither suspicious nor clean) so that the
+  // detector ranks every sample; the consensus leaves them out of this score instead.
+  std::vector<float> finite;
+  for (float v : neg_aum)
+    if (!std::isnan(v)) finite.push_back(v);
+  std::nth_element(finite.begin(), finite.begin() + finite.size() / 2, finite.end());
+  const float median = finite.empty() ? 0.0f : finite[finite.size() / 2];
+  for (auto& v : d.score)
+    if (std::isnan(v)) v = median;
+  d.flag = ranked_flags(r, d.score, 0.0f);  // else AUM < 0
+  d.seconds = seconds_since(t0);            // reading the margins included: its input is the file
+  r.dets.push_back(std::move(d));
+  return neg_aum;
+}
+
+// The training-dynamics and posterior detectors and the consensus of the scores, all flagging
+// their highest-scored samples over all classes, as many as the noise estimate says, per class
+// or the knn vote where it flags more (combined_counts), in all (flag_top_overall).
 void run_ranked_detectors(FilterRun& r) {
   const DetectorInfo& consensus = detector("consensus");
   if (!r.estimate.empty()) {
@@ -446,41 +498,20 @@ void run_ranked_detectors(FilterRun& r) {
     log_estimate_in_doubt(r);
   }
   if (r.noise_rate > 0) apply_known_noise_rate(r);
-  // Training dynamics: the negated area under the margin (NaN: no epoch recorded; held-out
-  // samples have one from evaluation in files written since they are recorded).
-  std::vector<float> neg_aum;
-  if (!r.dynamics_file.empty() && (r.runs(detector("dynamics")) || r.runs(consensus))) {
+  const std::vector<float> neg_aum = run_dynamics_detector(r);
+  if (Detection* posterior = r.find_mutable("posterior")) {
     const auto t0 = Clock::now();
-    neg_aum = r.dynamics().aum_of(r.in.ids);
-    for (auto& v : neg_aum) v = -v;
-    Detection d;
-    d.method = "dynamics";
-    d.inputs = detector("dynamics").looks_at;
-    d.score = neg_aum;
-    // Unrecorded samples score the median (neither suspicious nor clean) so that the
-    // detector ranks every sample; the consensus leaves them out of this score instead.
-    std::vector<float> finite;
-    for (float v : neg_aum)
-      if (!std::isnan(v)) finite.push_back(v);
-    std::nth_element(finite.begin(), finite.begin() + finite.size() / 2, finite.end());
-    const float median = finite.empty() ? 0.0f : finite[finite.size() / 2];
-    for (auto& v : d.score)
-      if (std::isnan(v)) v = median;
-    if (!r.flag_counts.empty()) {
-      d.flag = flag_top_overall(d.score, r.in.labels.data(), r.flag_counts, r.max_flagged);
-    } else {
-      d.flag.resize(d.score.size());
-      for (size_t i = 0; i < d.score.size(); ++i) d.flag[i] = d.score[i] > 0;  // AUM < 0
-    }
-    d.seconds = seconds_since(t0);  // reading the margins included: its input is the file
-    r.dets.push_back(std::move(d));
+    posterior->flag = ranked_flags(r, posterior->score, 0.5f);  // else: wrong more likely than not
+    posterior->seconds += seconds_since(t0);
   }
-  if (r.runs(consensus) && r.find("knn") && r.find("confident")) {
+  if (r.runs(consensus) && r.find("knn") && (r.find("posterior") || r.find("confident"))) {
     Detection d;
     d.method = "consensus";
     d.inputs = consensus.looks_at;
-    std::vector<const std::vector<float>*> scores = {&r.find("knn")->score,
-                                                     &r.find("confident")->score};
+    // The posterior's score where it ran (it does wherever the confident detector did and
+    // the consensus runs): confident learning's margin weighs every other class alike.
+    const Detection* probs = r.find("posterior") ? r.find("posterior") : r.find("confident");
+    std::vector<const std::vector<float>*> scores = {&r.find("knn")->score, &probs->score};
     if (!neg_aum.empty()) scores.push_back(&neg_aum);
     const auto t0 = Clock::now();
     d.score = rank_average(scores);

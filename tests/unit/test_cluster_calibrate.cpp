@@ -3,6 +3,7 @@
 // filter.max_flagged refusal.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <set>
 
@@ -52,6 +53,49 @@ PairwiseCase pairwise_case(int flipped) {
 
 }  // namespace
 
+// The transition's columns: the confident joint's counts plus a prior of a share of the
+// column in every cell, normalised; an empty column is uniform.
+TEST(ClusterCalibrate, LabelTransitionIsTheJointsColumnsWithAPriorPerCell) {
+  // columns (predicted class): 0 holds 80 + 5 = 85... rows are the given labels.
+  NoiseEstimate e = estimate_from_joint({80, 20, 0, 20, 90, 0, 0, 10, 0}, {100, 110, 10}, 3);
+  const std::vector<double> bare = label_transition(e, 0.0);
+  EXPECT_DOUBLE_EQ(bare[0 * 3 + 0], 0.8);  // column 0: 80 and 20 of 100
+  EXPECT_DOUBLE_EQ(bare[1 * 3 + 0], 0.2);
+  EXPECT_DOUBLE_EQ(bare[2 * 3 + 0], 0.0);
+  EXPECT_DOUBLE_EQ(bare[1 * 3 + 1], 0.75);  // column 1: 20, 90, 10 of 120
+  for (int i = 0; i < 3; ++i) EXPECT_DOUBLE_EQ(bare[size_t(i) * 3 + 2], 1.0 / 3) << i;
+  // A prior of 10 % of the column per cell: column 0 becomes (90, 30, 10) / 130.
+  const std::vector<double> prior = label_transition(e, 0.1);
+  EXPECT_NEAR(prior[0 * 3 + 0], 90.0 / 130, 1e-12);
+  EXPECT_NEAR(prior[1 * 3 + 0], 30.0 / 130, 1e-12);
+  EXPECT_NEAR(prior[2 * 3 + 0], 10.0 / 130, 1e-12);
+  for (int j = 0; j < 3; ++j) {
+    double column = 0;
+    for (int i = 0; i < 3; ++i) column += prior[size_t(i) * 3 + j];
+    EXPECT_NEAR(column, 1.0, 1e-12) << j;
+  }
+}
+
+// The posterior weighs the other classes by how often their samples carry the label: the same
+// probabilities score higher where the likely class is the label's look-alike (many of its
+// samples given this label) than where it is a class whose samples never are.
+TEST(ClusterCalibrate, WrongLabelPosteriorFollowsTheTransition) {
+  // Label 0 is given to 30 % of class 1's samples and to none of class 2's.
+  const std::vector<double> t = {0.9, 0.3, 0.0,  //
+                                 0.1, 0.7, 0.0,  //
+                                 0.0, 0.0, 1.0};
+  const float towards_lookalike[3] = {0.4f, 0.6f, 0.0f};
+  const float towards_other[3] = {0.4f, 0.0f, 0.6f};
+  // 1 - .4*.9 / (.4*.9 + .6*.3) = 1 - .36/.54
+  EXPECT_NEAR(wrong_label_posterior(towards_lookalike, 0, t, 3), 1.0 - 0.36 / 0.54, 1e-6);
+  // class 2 is never labelled 0: the image must be class 0, whatever the model says
+  EXPECT_NEAR(wrong_label_posterior(towards_other, 0, t, 3), 0.0, 1e-6);
+  const float sure[3] = {1.0f, 0.0f, 0.0f};
+  EXPECT_NEAR(wrong_label_posterior(sure, 0, t, 3), 0.0, 1e-12);
+  const float none[3] = {0.0f, 0.0f, 1.0f};
+  EXPECT_EQ(wrong_label_posterior(none, 0, t, 3), 0.0);  // nothing gives label 0: no evidence
+}
+
 // On probabilities that point at the true class, the confident joint counts the flipped
 // samples exactly, and flagging that many top-scored samples finds them all.
 TEST(ClusterCalibrate, ConfidentJointEstimatesPairwiseNoiseAndPruneFindsIt) {
@@ -66,6 +110,39 @@ TEST(ClusterCalibrate, ConfidentJointEstimatesPairwiseNoiseAndPruneFindsIt) {
     EXPECT_EQ(e.class_size[1], 200 + flipped);
     const auto flag = flag_top_overall(d.score, c.labels.data(), e.per_class, 0.5);
     EXPECT_EQ(flag, c.truth) << flipped;
+  }
+}
+
+// The posterior detector on the same case: every flipped sample (the model says class 0, the
+// label 1 that class 0's samples are given) scores above every clean one, so the estimated
+// count of top scores is exactly the flips; the scores are the same on one rank as by hand.
+TEST(ClusterCalibrate, PosteriorDetectorRanksPairwiseFlipsFirst) {
+  Comm self(MPI_COMM_SELF);
+  for (int flipped : {20, 60}) {
+    PairwiseCase c = pairwise_case(flipped);
+    const int64_t n = int64_t(c.labels.size());
+    NoiseEstimate e;
+    detect_confident(c.p.data(), n, 3, c.labels.data(), &e);
+    RowShare share;
+    share.x = c.p;
+    share.width = 3;
+    for (int64_t i = 0; i < n; ++i) share.rows.push_back(i);
+    const Detection d = detect_posterior(self, share, n, c.labels.data(), e);
+    EXPECT_EQ(d.method, "posterior");
+    float lowest_flip = 1, highest_clean = 0;
+    for (int64_t i = 0; i < n; ++i)
+      (c.truth[size_t(i)] ? lowest_flip = std::min(lowest_flip, d.score[size_t(i)])
+                          : highest_clean = std::max(highest_clean, d.score[size_t(i)]));
+    EXPECT_GT(lowest_flip, highest_clean) << flipped;
+    if (flipped == 20) {
+      // By hand: column 0 of the joint is 180 given 0 and 20 given 1, a prior of 0.005 * 200 = 1
+      // per cell: T[1][0] = 21/203, T[1][1] = 201/203, T[1][2] = 1/203. A flip (p .8/.1/.1,
+      // label 1): 1 - .1 * 201 / (.8 * 21 + .1 * 201 + .1 * 1) = 1 - 20.1 / 37.
+      EXPECT_NEAR(lowest_flip, 1.0 - 20.1 / 37.0, 1e-5);
+    }
+    const std::vector<double> t = label_transition(e);
+    EXPECT_FLOAT_EQ(d.score[0], float(wrong_label_posterior(c.p.data(), c.labels[0], t, 3)));
+    EXPECT_EQ(flag_top_overall(d.score, c.labels.data(), e.per_class, 0.5), c.truth) << flipped;
   }
 }
 
@@ -219,7 +296,9 @@ TEST(ClusterCalibrate, RegistryKnowsEveryDetectorOnce) {
   EXPECT_TRUE(detector("consensus").needs_probs && detector("consensus").needs_features);
   // The calibrated decisions are the ones whose counts come from the noise estimate.
   for (const auto& d : detectors())
-    EXPECT_EQ(d.counts_estimated, d.name == "consensus" || d.name == "dynamics") << d.name;
+    EXPECT_EQ(d.counts_estimated,
+              d.name == "consensus" || d.name == "dynamics" || d.name == "posterior")
+        << d.name;
   try {
     detector("lof");
     ADD_FAILURE() << "an unknown detector must fail";
