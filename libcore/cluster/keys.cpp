@@ -10,9 +10,10 @@ void add_filter_keys(ConfigSchema& s) {
       "filter.method", "consensus",
       "noise detector whose decision makes /keep: knn (label vote of the nearest "
       "neighbours in feature space), confident (confident learning on class "
-      "probabilities), dynamics (area under the margin over pretrain's epochs), dbscan "
+      "probabilities), posterior (the posterior of a wrong label under the confident joint's "
+      "label transition), dynamics (area under the margin over pretrain's epochs), dbscan "
       "(the paper's: DBSCAN per class on the embedding), gmm or kmeans; consensus (rank "
-      "average of knn, confident and dynamics, flagging as many as the confident joint "
+      "average of knn, posterior and dynamics, flagging as many as the confident joint "
       "estimates wrong, the highest-ranked over all classes) (docs/detection.md; the "
       "names are "
       "cluster/detectors.cpp's registry, which a test holds equal to this list)",

@@ -9,6 +9,7 @@
 #include <numeric>
 #include <optional>
 #include <sstream>
+#include <utility>
 
 #include "cluster/calibrate.hpp"
 #include "cluster/confusion_count.hpp"
@@ -153,9 +154,7 @@ struct FilterRun {
     return nullptr;
   }
   Detection* find_mutable(const std::string& m) {
-    for (auto& d : dets)
-      if (d.method == m) return &d;
-    return nullptr;
+    return const_cast<Detection*>(std::as_const(*this).find(m));
   }
   // Lineage: every file joined here by sample_id comes from the input's dataset.
   void same_dataset(const std::string& other) {
@@ -499,19 +498,21 @@ void run_ranked_detectors(FilterRun& r) {
   }
   if (r.noise_rate > 0) apply_known_noise_rate(r);
   const std::vector<float> neg_aum = run_dynamics_detector(r);
+  // The posterior runs only where the confident joint gave an estimate, so its counts exist.
   if (Detection* posterior = r.find_mutable("posterior")) {
     const auto t0 = Clock::now();
-    posterior->flag = ranked_flags(r, posterior->score, 0.5f);  // else: wrong more likely than not
+    posterior->flag =
+        flag_top_overall(posterior->score, r.in.labels.data(), r.flag_counts, r.max_flagged);
     posterior->seconds += seconds_since(t0);
   }
-  if (r.runs(consensus) && r.find("knn") && (r.find("posterior") || r.find("confident"))) {
+  // The probabilities enter as the posterior's score (it runs wherever the consensus and
+  // probabilities do), not confident learning's margin, which weighs every other class alike.
+  if (r.runs(consensus) && r.find("knn") && r.find("posterior")) {
     Detection d;
     d.method = "consensus";
     d.inputs = consensus.looks_at;
-    // The posterior's score where it ran (it does wherever the confident detector did and
-    // the consensus runs): confident learning's margin weighs every other class alike.
-    const Detection* probs = r.find("posterior") ? r.find("posterior") : r.find("confident");
-    std::vector<const std::vector<float>*> scores = {&r.find("knn")->score, &probs->score};
+    std::vector<const std::vector<float>*> scores = {&r.find("knn")->score,
+                                                     &r.find("posterior")->score};
     if (!neg_aum.empty()) scores.push_back(&neg_aum);
     const auto t0 = Clock::now();
     d.score = rank_average(scores);
