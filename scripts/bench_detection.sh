@@ -8,7 +8,7 @@
 # Natural configs, no per-cell tuning (docs/detection.md has the table).
 #
 #   scripts/bench_detection.sh [--out DIR] [--cells "DATA:KIND:RATE ..."] [--ceiling] [--oracle]
-#                              [--set key=value ...]
+#                              [--sweep SEEDS] [--set key=value ...]
 #
 # DATA: fmnist12k (the first 12,000 Fashion-MNIST training images and all 10,000 test images,
 #       configs/fashion_mnist.yaml at width 1/8, 24 epochs), fmnist (all 60,000, same recipe),
@@ -33,6 +33,13 @@
 #   recipe trained on the CLEAN labels of every training sample with pretrain.folds=4, each
 #   sample scored out of fold by 1 - p(its given, noisy label), the top |truth| flagged: F1, AP
 #   and AUROC against the truth (unlike the ceiling, it counts the clean samples a model gets wrong).
+# --sweep SEEDS: per cell, also what removing the flagged samples does (the issue's retraining
+#   sweep): train_scaled on the cell's filter, arms full / filtered / random at global batches
+#   256, 2048 and 8192, seeds 1..SEEDS, 8 epochs of the config's scaled network with the
+#   ImageNet stem and zero-initialised residual branches (to fit 2 cores: about 15 s a run at
+#   60,000 images), LR scaling and LARS as defaulted; 2 ranks a run (mpirun -n 2); then
+#   report. The report's paired differences and its table of them go under the detector table;
+#   the whole report is DIR/<cell>/report/index.md. Any --set applies to these stages too.
 # Peer: cleanlab (its find_label_issues with each filter_by, and get_label_quality_scores for AP
 #   and AUROC) on the same /train/probs that Sieve's detectors read, timed in the same run (median
 #   of 3), one row each after Sieve's; from the bench environment (scripts/install_deps.sh
@@ -49,6 +56,7 @@ cells="fmnist12k:symmetric:0.2 fmnist12k:pairwise:0.2 fmnist12k:instance:0.2 qui
 extra=()
 ceiling=0
 oracle=0
+sweep_seeds=0
 while [ $# -gt 0 ]; do
   case "$1" in
     --out) out="$2"; shift 2 ;;
@@ -56,13 +64,17 @@ while [ $# -gt 0 ]; do
     --set) extra+=(--set "$2"); shift 2 ;;
     --ceiling) ceiling=1; shift ;;
     --oracle) oracle=1; shift ;;
+    --sweep)
+      sweep_seeds="$2"; shift 2
+      [[ "$sweep_seeds" =~ ^[1-9][0-9]*$ ]] ||
+        { echo "bench_detection: --sweep takes a number of seeds (1 or more), not '$sweep_seeds'" >&2; exit 2; } ;;
     -h|--help) sed -n '2,/^[^#]/{/^#/p}' "$0"; exit 0 ;;
     *) echo "bench_detection: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
 done
 mkdir -p "$out"
 tools="$SIEVE_BUILD_DIR/tools"
-for t in shard_dataset pretrain extract_features reduce_dims cluster_filter; do
+for t in shard_dataset pretrain extract_features reduce_dims cluster_filter train_scaled report; do
   [ -x "$tools/$t" ] || { echo "bench_detection: $tools/$t not built" >&2; exit 1; }
 done
 
@@ -286,7 +298,33 @@ for filter_by, ranked_by in (("prune_by_noise_rate", "self_confidence"), ("both"
 EOF
 }
 
-rm -f "$out/ceiling.md" "$out/oracle.md"
+# The retraining sweep (--sweep): train_scaled on the cell's filter, then report; the report's
+# results section (its paired differences and headline) is appended to DIR/sweep.md.
+sweep_of() {  # sweep_of CELL_DIR CELL CONFIG_ARGS...
+  local dir="$1" cell="$2"; shift 2
+  local seeds
+  seeds="[$(seq -s, 1 "$sweep_seeds")]"
+  local sets=("$@" --set scaled.model.stem=imagenet --set scaled.epochs=8
+              --set scaled.model.zero_init_residual=true
+              --set 'scaled.sweep.global_batch=[256,2048,8192]'
+              --set 'scaled.sweep.arm=[full,filtered,random]' --set "scaled.sweep.seed=$seeds")
+  # The cell's own --set come last again, so that they can change the sweep too.
+  sets+=(${extra[@]+"${extra[@]}"})
+  local t0=$SECONDS
+  if ! mpirun -n 2 "$tools/train_scaled" "${sets[@]}" --sweep-index all >"$dir/train_scaled.log" 2>&1 ||
+     ! "$tools/report" "${sets[@]}" >"$dir/report.log" 2>&1; then
+    echo "bench_detection: $cell: the sweep failed; logs: $dir/train_scaled.log, $dir/report.log" >&2
+    failed_cells+=("$cell sweep")
+    return
+  fi
+  echo "bench_detection: $cell: sweep of $((3 * 3 * sweep_seeds)) runs and report $((SECONDS - t0)) s"
+  { printf '\n### %s: what removing the flagged samples does (seeds 1-%s; %s/report/index.md)\n\n' \
+      "$cell" "$sweep_seeds" "$dir"
+    sed -n '/^## Accuracy vs global batch/,/^Per arm and batch/{/^## \|^Per arm and batch/!p}' \
+      "$dir/report/index.md"; } >>"$out/sweep.md"
+}
+
+rm -f "$out/ceiling.md" "$out/oracle.md" "$out/sweep.md"
 failed_cells=()
 printf '| data | noise | detector | flagged | true | estimated | precision | recall | F1 | AP | AUROC | s |\n' >"$out/table.md"
 printf '|---|---|---|---|---|---|---|---|---|---|---|---|\n' >>"$out/table.md"
@@ -342,6 +380,7 @@ for cell in $cells; do
   echo "bench_detection: $cell: ${times[*]}"
   if [ "$ceiling" = 1 ]; then ceiling_of "$dir" "$data" "$kind $rate"; fi
   if [ "$oracle" = 1 ]; then oracle_of "$dir" "$data" "$kind $rate"; fi
+  if [ "$sweep_seeds" -gt 0 ]; then sweep_of "$dir" "$cell" "${sets[@]}"; fi
   /usr/bin/python3 - "$dir/filter.h5" "$data" "$kind $rate" >>"$out/table.md" <<'EOF'
 import sys, h5py
 f = h5py.File(sys.argv[1], "r")
@@ -376,6 +415,7 @@ if [ -s "$out/oracle.md" ]; then
   printf '\n| data | noise | flipped | oracle F1 at the true count | oracle AP | oracle AUROC | clean samples the clean model gets wrong |\n|---|---|---|---|---|---|---|\n' >>"$out/table.md"
   cat "$out/oracle.md" >>"$out/table.md"
 fi
+if [ -s "$out/sweep.md" ]; then cat "$out/sweep.md" >>"$out/table.md"; fi
 cat "$out/table.md"
 if [ ${#failed_cells[@]} -gt 0 ]; then
   echo "bench_detection: ${#failed_cells[@]} cell(s) failed: ${failed_cells[*]}" >&2
