@@ -149,6 +149,33 @@ Detection detect_posterior(const Comm& comm, const RowShare& probs, int64_t n,
   return det;
 }
 
+Detection detect_knn_posterior(const Comm& comm, const NeighbourLists& neighbours, int64_t n,
+                               const int32_t* labels, const NoiseEstimate& estimate) {
+  const int classes = estimate.classes;
+  const int k = neighbours.k;
+  SIEVE_CHECK(neighbours.lists.size() == neighbours.rows.size() * size_t(k),
+              "knn_posterior detector: ", neighbours.lists.size(), " neighbour entries for ",
+              neighbours.rows.size(), " rows of ", k);
+  check_labels(labels, n, classes);
+  const std::vector<double> transition = label_transition(estimate);
+  Detection det;
+  det.method = "knn_posterior";
+  det.inputs = "penultimate features (cosine k-NN) + the confident joint's label transition";
+  det.score.assign(size_t(n), 0.0f);
+  std::vector<float> shares(static_cast<size_t>(classes));
+  const float total = float(k) + float(classes) * float(kNeighbourVotePrior);
+  for (size_t q = 0; q < neighbours.rows.size(); ++q) {
+    std::fill(shares.begin(), shares.end(), float(kNeighbourVotePrior));
+    for (int j = 0; j < k; ++j) shares[size_t(labels[neighbours.lists[q * size_t(k) + j]])] += 1;
+    for (auto& v : shares) v /= total;
+    const int64_t i = neighbours.rows[q];
+    det.score[size_t(i)] =
+        float(wrong_label_posterior(shares.data(), labels[i], transition, classes));
+  }
+  if (comm.size() > 1) comm.allreduce_sum(det.score.data(), det.score.size());  // disjoint rows
+  return det;
+}
+
 std::vector<float> core_distance_per_class(const float* x, int64_t n, int d, const int32_t* labels,
                                            int min_samples) {
   std::unordered_map<int32_t, std::vector<int64_t>> rows;

@@ -110,6 +110,27 @@ Detection detect_confident(const float* p, int64_t n, int classes, const int32_t
 Detection detect_posterior(const Comm& comm, const RowShare& probs, int64_t n,
                            const int32_t* labels, const NoiseEstimate& estimate);
 
+// This rank's neighbour lists from the knn detector (KnnSearch::lists): row q of `lists`
+// [rows.size(), k] holds the global rows nearest to global row rows[q], nearest first.
+struct NeighbourLists {
+  std::vector<int64_t> rows;
+  std::vector<int32_t> lists;
+  int k = 0;
+};
+// Half a vote per class: the neighbour shares never say a class is impossible, as the
+// probabilities a softmax gives never do (ten neighbours all of label y leave the other
+// classes 1/30 each with ten classes).
+inline constexpr double kNeighbourVotePrior = 0.5;
+// The knn_posterior detector's score: the knn vote read through the noise's label transition.
+// Each sample's neighbours' labels, as shares (count + kNeighbourVotePrior) / (k + classes x
+// kNeighbourVotePrior), stand where the class probabilities stand in wrong_label_posterior
+// (calibrate.hpp). The plain vote counts a neighbour of any other label alike; under
+// pairwise noise a T-shirt/top among Shirts is a likely flip, one among Bags a likely
+// feature error. Score only (flags as the posterior's); labels [n] and the score are whole on
+// every rank; every rank passes its own lists (any may have none).
+Detection detect_knn_posterior(const Comm& comm, const NeighbourLists& neighbours, int64_t n,
+                               const int32_t* labels, const NoiseEstimate& estimate);
+
 // DBSCAN's core distance per sample within its class (the score of the dbscan detector):
 // distance to the (min_samples-1)'th nearest other sample of the same class. A class too
 // small to hold a core point (DBSCAN calls all of it noise) scores the run's largest value.

@@ -7,8 +7,8 @@ namespace sieve::cluster {
 const std::vector<DetectorInfo>& detectors() {
   static const std::vector<DetectorInfo> all = {
       {"consensus", "features + class probabilities (+ training dynamics)",
-       "rank average of the knn, posterior and (where recorded) dynamics scores; flags as many "
-       "as the confident joint estimates wrong, the highest over all classes",
+       "rank average of the knn_posterior, posterior and (where recorded) dynamics scores; flags "
+       "as many as the confident joint estimates wrong, the highest over all classes",
        false, true, true, false, true, true},
       {"knn", "penultimate features",
        "fraction of the k nearest neighbours (cosine) with another label; flagged above "
@@ -23,6 +23,11 @@ const std::vector<DetectorInfo>& detectors() {
        "joint's columns, a 0.5 % prior per cell); flags as many as the confident joint "
        "estimates wrong, the highest over all classes",
        false, false, true, false, true, true},
+      {"knn_posterior", "penultimate features + the confident joint",
+       "the knn vote read through the noise's label transition: the posterior that the label is "
+       "wrong with the k nearest neighbours' label shares in place of the class probabilities; "
+       "flags as many as the confident joint estimates wrong, the highest over all classes",
+       false, true, true, false, true, true},
       {"dynamics", "training dynamics (margin at every epoch)",
        "negated area under the margin (mean of assigned logit minus the largest other over the "
        "epochs); flags as many as the confident joint estimates wrong, the highest over all "

@@ -11,13 +11,14 @@ void add_filter_keys(ConfigSchema& s) {
       "noise detector whose decision makes /keep: knn (label vote of the nearest "
       "neighbours in feature space), confident (confident learning on class "
       "probabilities), posterior (the posterior of a wrong label under the confident joint's "
-      "label transition), dynamics (area under the margin over pretrain's epochs), dbscan "
+      "label transition), knn_posterior (the same with the nearest neighbours' labels in place "
+      "of the probabilities), dynamics (area under the margin over pretrain's epochs), dbscan "
       "(the paper's: DBSCAN per class on the embedding), gmm or kmeans; consensus (rank "
-      "average of knn, posterior and dynamics, flagging as many as the confident joint "
-      "estimates wrong, the highest-ranked over all classes) (docs/detection.md; the "
-      "names are "
-      "cluster/detectors.cpp's registry, which a test holds equal to this list)",
-      {"consensus", "knn", "confident", "posterior", "dynamics", "dbscan", "gmm", "kmeans"});
+      "average of knn_posterior, posterior and dynamics, flagging as many as the confident "
+      "joint estimates wrong, the highest-ranked over all classes) (docs/detection.md; the "
+      "names are cluster/detectors.cpp's registry, which a test holds equal to this list)",
+      {"consensus", "knn", "confident", "posterior", "knn_posterior", "dynamics", "dbscan", "gmm",
+       "kmeans"});
   // 0.5: a detector that calls most of a class noise is misconfigured (DBSCAN's eps 0.5 on a
   // t-SNE map spanning +-50 flagged 93-99 %), and the filtered arm would train on the rest.
   s.add_float("filter.max_flagged", 0.5,

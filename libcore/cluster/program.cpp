@@ -125,6 +125,8 @@ struct FilterRun {
   FilterResult clustered;  // of the chosen cluster method, or of the dbscan reference
   bool have_clusters = false;
   NoiseEstimate estimate;
+  // This rank's knn neighbour lists, kept for knn_posterior (k = 0: not kept).
+  NeighbourLists neighbours;
   // Per class, the counts whose sum the calibrated decisions flag (where: flag_top_overall).
   std::vector<int64_t> flag_counts;
   std::vector<int32_t> suggested;    // the model's most likely class; -1 without probabilities
@@ -357,8 +359,10 @@ void apply_confusion_cap(FilterRun& r) {
 void run_feature_detectors(FilterRun& r) {
   const DetectorInfo& chosen = detector(r.opt.method);
   const DetectorInfo& consensus = detector("consensus");
-  const bool want_knn = r.runs(detector("knn")) || r.runs(consensus);
-  const bool want_confident = r.runs(detector("confident")) || r.runs(consensus);
+  const bool want_knn_posterior = r.runs(detector("knn_posterior")) || r.runs(consensus);
+  const bool want_knn = r.runs(detector("knn")) || want_knn_posterior;
+  const bool want_confident =
+      r.runs(detector("confident")) || r.runs(detector("posterior")) || want_knn_posterior;
   // The features and probabilities are row-distributed (inputs.hpp); only what a detector
   // that runs needs is read.
   FeatureShares fin;
@@ -378,9 +382,15 @@ void run_feature_detectors(FilterRun& r) {
                          " (written by extract_features)"));
   if (want_knn && fin.feats.width > 0) {
     const auto t0 = Clock::now();
+    KnnSearch search;
+    if (want_knn_posterior) search.lists = &r.neighbours.lists;
     r.dets.push_back(detect_knn_vote(r.ctx.comm, fin.feats, r.in.n, r.in.labels.data(), r.knn_k,
-                                     r.knn_threshold));
+                                     r.knn_threshold, kKnnPieceBytes, search));
     r.dets.back().seconds = seconds_since(t0);
+    if (want_knn_posterior) {
+      r.neighbours.rows = fin.feats.rows;  // the lists' order (the inverted file reorders)
+      r.neighbours.k = r.knn_k;
+    }
     fin.feats = RowShare();  // the largest input: free it for the rest
   }
   // The suggested label: the class the model finds most likely; -1 without probabilities.
@@ -412,6 +422,12 @@ void run_feature_detectors(FilterRun& r) {
       const auto t1 = Clock::now();
       r.dets.push_back(
           detect_posterior(r.ctx.comm, fin.probs, r.in.n, r.in.labels.data(), r.estimate));
+      r.dets.back().seconds = seconds_since(t1);  // its flags follow the counts, below
+    }
+    if (!r.estimate.empty() && r.neighbours.k > 0) {
+      const auto t1 = Clock::now();
+      r.dets.push_back(
+          detect_knn_posterior(r.ctx.comm, r.neighbours, r.in.n, r.in.labels.data(), r.estimate));
       r.dets.back().seconds = seconds_since(t1);  // its flags follow the counts, below
     }
   }
@@ -498,20 +514,22 @@ void run_ranked_detectors(FilterRun& r) {
   }
   if (r.noise_rate > 0) apply_known_noise_rate(r);
   const std::vector<float> neg_aum = run_dynamics_detector(r);
-  // The posterior runs only where the confident joint gave an estimate, so its counts exist.
-  if (Detection* posterior = r.find_mutable("posterior")) {
-    const auto t0 = Clock::now();
-    posterior->flag =
-        flag_top_overall(posterior->score, r.in.labels.data(), r.flag_counts, r.max_flagged);
-    posterior->seconds += seconds_since(t0);
-  }
-  // The probabilities enter as the posterior's score (it runs wherever the consensus and
-  // probabilities do), not confident learning's margin, which weighs every other class alike.
-  if (r.runs(consensus) && r.find("knn") && r.find("posterior")) {
+  // The posteriors run only where the confident joint gave an estimate, so their counts exist.
+  for (const char* name : {"posterior", "knn_posterior"})
+    if (Detection* d = r.find_mutable(name)) {
+      const auto t0 = Clock::now();
+      d->flag = flag_top_overall(d->score, r.in.labels.data(), r.flag_counts, r.max_flagged);
+      d->seconds += seconds_since(t0);
+    }
+  // The features and the probabilities enter read through the label transition (both run
+  // wherever the consensus and probabilities do): a disagreement counts by how often the
+  // other class's samples carry the label, where the plain vote and confident learning's
+  // margin weigh every other class alike.
+  if (r.runs(consensus) && r.find("knn_posterior") && r.find("posterior")) {
     Detection d;
     d.method = "consensus";
     d.inputs = consensus.looks_at;
-    std::vector<const std::vector<float>*> scores = {&r.find("knn")->score,
+    std::vector<const std::vector<float>*> scores = {&r.find("knn_posterior")->score,
                                                      &r.find("posterior")->score};
     if (!neg_aum.empty()) scores.push_back(&neg_aum);
     const auto t0 = Clock::now();

@@ -146,6 +146,38 @@ TEST(ClusterCalibrate, PosteriorDetectorRanksPairwiseFlipsFirst) {
   }
 }
 
+// The knn vote read through the transition: two samples whose neighbours all disagree with
+// their label score alike by the plain vote, but a neighbourhood of the label's look-alike
+// (class 1, whose samples carry label 0 three times in ten) is a likely flip and one of a
+// class never given label 0 a likely feature error. Rows arrive in any order (the inverted
+// file reorders its share).
+TEST(ClusterCalibrate, KnnPosteriorWeighsNeighboursByTheTransition) {
+  Comm self(MPI_COMM_SELF);
+  // Columns of 100 each: class 0 given 0 90 times and 1 10 times; class 1 given 0 30, 1 70.
+  NoiseEstimate e = estimate_from_joint({90, 30, 0, 10, 70, 0, 0, 0, 100}, {120, 80, 100}, 3);
+  const std::vector<int32_t> labels = {0, 0, 0, 1, 1, 2, 2, 1};
+  NeighbourLists nb;
+  nb.k = 2;
+  nb.rows = {2, 0, 1};
+  nb.lists = {0, 1,   // row 2: two of its own label
+              3, 4,   // row 0: two of label 1, the look-alike
+              5, 6};  // row 1: two of label 2
+  const Detection d = detect_knn_posterior(self, nb, 8, labels.data(), e);
+  EXPECT_EQ(d.method, "knn_posterior");
+  ASSERT_EQ(d.score.size(), 8u);
+  // Shares (count + 0.5) / 3.5; a prior of 0.5 per cell of a column of 100: T[0][0] = 90.5 /
+  // 101.5, T[0][1] = 30.5 / 101.5, T[0][2] = 0.5 / 101.5 (the 101.5 cancels).
+  EXPECT_NEAR(d.score[0], 1.0 - 45.25 / (45.25 + 2.5 * 30.5 + 0.25), 1e-5);
+  EXPECT_NEAR(d.score[1], 1.0 - 45.25 / (45.25 + 0.5 * 30.5 + 2.5 * 0.5), 1e-5);
+  EXPECT_NEAR(d.score[2], 1.0 - 2.5 * 90.5 / (2.5 * 90.5 + 0.5 * 30.5 + 0.25), 1e-5);
+  EXPECT_GT(d.score[0], d.score[1]);  // the plain vote ties them at 1
+  EXPECT_GT(d.score[1], d.score[2]);
+  for (int64_t i = 3; i < 8; ++i) EXPECT_EQ(d.score[size_t(i)], 0.0f) << i;  // not this rank's
+  // Lists that do not match their rows are refused.
+  nb.lists.pop_back();
+  EXPECT_THROW(detect_knn_posterior(self, nb, 8, labels.data(), e), Error);
+}
+
 // The counts say how many, the score says where: the sum of the counts, highest first over all
 // classes, ties to the lower row.
 TEST(ClusterCalibrate, TopOverallTakesTheCountsSumWhereTheScoreIsHighest) {
@@ -296,8 +328,8 @@ TEST(ClusterCalibrate, RegistryKnowsEveryDetectorOnce) {
   EXPECT_TRUE(detector("consensus").needs_probs && detector("consensus").needs_features);
   // The calibrated decisions are the ones whose counts come from the noise estimate.
   for (const auto& d : detectors())
-    EXPECT_EQ(d.counts_estimated,
-              d.name == "consensus" || d.name == "dynamics" || d.name == "posterior")
+    EXPECT_EQ(d.counts_estimated, d.name == "consensus" || d.name == "dynamics" ||
+                                      d.name == "posterior" || d.name == "knn_posterior")
         << d.name;
   try {
     detector("lof");
