@@ -314,7 +314,7 @@ TEST(ClusterFilterTool, DefaultConsensusComparesEveryDetectorAgainstTheTruth) {
   EXPECT_EQ(hits, truth);  // every background row is flagged, nothing else
   EXPECT_EQ(flagged, truth);
   EXPECT_DOUBLE_EQ(f.attr_double("/", "noise_f1"), 1.0);
-  for (std::string m : {"knn", "confident", "dbscan", "consensus"}) {
+  for (std::string m : {"knn", "confident", "posterior", "knn_posterior", "dbscan", "consensus"}) {
     const std::string g = "/detectors/" + m;
     ASSERT_TRUE(f.exists(g + "/score")) << m;
     auto flag = f.read_all<uint8_t>(g + "/flag");
@@ -345,6 +345,20 @@ TEST(ClusterFilterTool, DefaultConsensusComparesEveryDetectorAgainstTheTruth) {
   EXPECT_EQ(run("--input " + dir + "/emb.h5 --output " + dir + "/nofeat.h5", &log), 2) << log;
   EXPECT_NE(log.find("--features"), std::string::npos) << log;
   EXPECT_FALSE(fs::exists(dir + "/nofeat.h5"));
+  // The posteriors chosen with nothing compared beside them still read what they need (the
+  // probabilities; knn_posterior also the features) and find the background rows.
+  for (std::string m : {"posterior", "knn_posterior"}) {
+    const std::string out = dir + "/alone_" + m + ".h5";
+    ASSERT_EQ(run(compare_inputs(dir) + " --output " + out +
+                      " --set filter.compare=false --set filter.method=" + m,
+                  &log),
+              0)
+        << log;
+    h5::File g = h5::File::open(out);
+    EXPECT_EQ(g.attr_string("/", "method"), m);
+    EXPECT_FALSE(g.exists("/detectors/dbscan")) << m;  // nothing else compared
+    EXPECT_GT(g.attr_double("/", "noise_f1"), 0.9) << m;
+  }
 }
 
 // consensus: the rank average of knn and confident, flagging as many as the confident joint
