@@ -431,6 +431,7 @@ void run_feature_detectors(FilterRun& r) {
       r.dets.back().seconds = seconds_since(t1);  // its flags follow the counts, below
     }
   }
+  r.neighbours = NeighbourLists();  // 48 bytes a row at k = 10: not kept past their use
   if (r.compare && !r.had_probs)
     log::infof("no class probabilities in ", r.features.empty() ? "(no features file)" : r.features,
                ": the confident and consensus detectors are not compared");
