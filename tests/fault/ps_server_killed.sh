@@ -26,9 +26,12 @@ for mode in sync async; do
   mapfile -t ranks < <(rank_pids "$MPIRUN_PID")
   [ ${#ranks[@]} -eq 2 ] || fail "expected 2 rank pids under mpirun $MPIRUN_PID, got '${ranks[*]}'"
   # The server owns shard 0: rank 0 (ParamServer::owner). Find it by Open MPI's rank variable.
+  # grep reads the NUL-separated environ itself (-z): piped from tr under pipefail, grep -q's
+  # early exit could kill tr with SIGPIPE mid-write and fail the pipeline on a match (a CI
+  # run once found "no rank-0 process" that way).
   server=""
   for p in "${ranks[@]}"; do
-    tr '\0' '\n' <"/proc/$p/environ" | grep -qx "OMPI_COMM_WORLD_RANK=0" && server=$p
+    grep -qzx "OMPI_COMM_WORLD_RANK=0" "/proc/$p/environ" && server=$p
   done
   [ -n "$server" ] || fail "no rank-0 process among ${ranks[*]}"
   echo "  killing server rank 0 (pid $server) after checkpoint step >= $step"
