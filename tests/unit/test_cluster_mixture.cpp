@@ -87,6 +87,8 @@ TEST(Gmm, IrisPetalLengthTwoComponentsSeparateSetosa) {
 
 TEST(Gmm, IrisThreeComponentsAgreeWithSpecies) {
   Iris iris = read_iris();
+  // Without the file, fail here rather than fit (and read past) an empty array.
+  ASSERT_EQ(iris.species.size(), 150u);
   GmmParams p;
   p.k = 3;
   p.n_init = 5;
