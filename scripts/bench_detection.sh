@@ -37,9 +37,10 @@
 #   sweep): train_scaled on the cell's filter, arms full / filtered / random at global batches
 #   256, 2048 and 8192, seeds 1..SEEDS, 8 epochs of the config's scaled network with the
 #   ImageNet stem and zero-initialised residual branches (to fit 2 cores: 72 runs at 60,000
-#   images took 1,071 s on a Zen 4 and 2,334 s on an AMX Xeon), LR scaling and LARS as defaulted; 2 ranks a run (mpirun -n 2); then
-#   report. The report's paired differences and its table of them go under the detector table;
-#   the whole report is DIR/<cell>/report/index.md. Any --set applies to these stages too.
+#   images took 1,071 s on a Zen 4 and 2,334 s on an AMX Xeon), LR scaling and LARS as
+#   defaulted; 2 ranks a run (mpirun -n 2); then report. The report's paired differences and
+#   its table of them go under the detector table; the whole report is
+#   DIR/<cell>/report/index.md. Any --set applies to these stages too.
 # Peer: cleanlab (its find_label_issues with each filter_by, and get_label_quality_scores for AP
 #   and AUROC) on the same /train/probs that Sieve's detectors read, timed in the same run (median
 #   of 3), one row each after Sieve's; from the bench environment (scripts/install_deps.sh

@@ -361,8 +361,9 @@ TEST(ClusterFilterTool, DefaultConsensusComparesEveryDetectorAgainstTheTruth) {
   }
 }
 
-// consensus: the rank average of knn and confident, flagging as many as the confident joint
-// estimates wrong, the highest-ranked over all classes; the estimate is stored beside the truth.
+// consensus: the rank average of knn_posterior, posterior and (where recorded) dynamics,
+// flagging as many as the confident joint estimates wrong, the highest-ranked over all
+// classes; the estimate is stored beside the truth.
 // Here the background rows look like another class in features and probabilities alike, so the
 // estimate is the truth's count and the consensus finds exactly them.
 TEST(ClusterFilterTool, ConsensusFollowsTheEstimatedNoiseRate) {
