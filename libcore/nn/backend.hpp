@@ -187,6 +187,21 @@ bool backend_supports(const std::string& name, DType dtype, bool native = false,
 // once per process where there is no AMX. `why` (if non-null) says why not.
 bool backend_bf16_faster(const std::string& name, std::string* why = nullptr);
 
+struct ModelSpec;
+// One training step of a network (forward in training mode, then backward) in each activation
+// dtype: CPU time of this process, the best of a few interleaved repetitions after a warm-up.
+struct StepTimes {
+  double fp32_ms = 0, bf16_ms = 0;
+};
+// Where a backend's bf16 speed differs by network, not only by machine, it times one training
+// step of `spec` (its backend field ignored) at `batch` samples in each dtype and returns true.
+// The cpu backend does: with AMX, oneDNN's bf16 runs ResNet's wide layers on the tile units
+// several times fp32's speed, but on a narrow network the conversions and reorders around
+// them cost more than they save (docs/engine.md). False where the backend has no such
+// measurement (ref, cuda): backend_bf16_faster decides alone. Costs a few steps of the network.
+bool backend_time_training_step(const std::string& name, const ModelSpec& spec, int batch,
+                                StepTimes* out);
+
 // The `precision` key of the training and features sections: "auto" | "bf16" | "fp32".
 // auto: bf16 where backend_bf16_faster(name) and fp32 elsewhere (then `note`, if non-null,
 // gets one line saying why: no native bf16, or bf16 measured slower). bf16 where the hardware has
@@ -195,7 +210,11 @@ bool backend_bf16_faster(const std::string& name, std::string* why = nullptr);
 // backend and why. The environment variable SIEVE_PRECISION_AUTO=bf16|fp32 makes auto
 // resolve as on the other kind of CPU (bf16 emulated where not native): a test seam, so that
 // one machine runs the suite as a bf16 CPU and as an AVX2 one would.
+// `per_network` (if non-null) is set to whether the answer is bf16 by auto alone, on a backend
+// that can time networks (backend_time_training_step): the trainer then times its own network
+// and may take fp32 after all (train/precision.hpp).
 DType resolve_precision(const std::string& precision, const std::string& backend_name,
-                        const std::string& key, std::string* note = nullptr);
+                        const std::string& key, std::string* note = nullptr,
+                        bool* per_network = nullptr);
 
 }  // namespace sieve::nn

@@ -27,6 +27,8 @@ struct Bf16Speed {
 };
 const Bf16Speed& cpu_bf16_speed();
 bool cpu_bf16_faster(std::string* why);
+// backend_time_training_step for the cpu backend (cpu_bf16_speed.cpp).
+bool cpu_time_training_step(const ModelSpec& spec, int batch, StepTimes* out);
 
 // 64-byte aligned host memory (free with std::free); throws bad_alloc.
 void* host_allocate(size_t bytes);

@@ -34,9 +34,10 @@ struct Entry {
 struct Registry {
   std::mutex mu;
   std::vector<Entry> entries{
-      {{"cpu", &make_cpu_backend, &cpu_backend_supports, &cpu_bf16_faster}, nullptr},
-      {{"ref", &make_ref_backend, &ref_backend_supports, nullptr}, nullptr},
-      {{"cuda", nullptr, nullptr, nullptr}, kCudaMissing},
+      {{"cpu", &make_cpu_backend, &cpu_backend_supports, &cpu_bf16_faster, &cpu_time_training_step},
+       nullptr},
+      {{"ref", &make_ref_backend, &ref_backend_supports, nullptr, nullptr}, nullptr},
+      {{"cuda", nullptr, nullptr, nullptr, nullptr}, kCudaMissing},
   };
 };
 
@@ -88,6 +89,13 @@ bool backend_bf16_faster(const std::string& name, std::string* why) {
   return !e.backend.bf16_faster || e.backend.bf16_faster(why);
 }
 
+bool backend_time_training_step(const std::string& name, const ModelSpec& spec, int batch,
+                                StepTimes* out) {
+  const Entry e = entry(name);
+  return e.backend.make && e.backend.time_training_step &&
+         e.backend.time_training_step(spec, batch, out);
+}
+
 Backend& backend(const std::string& name, DType dtype) {
   static std::mutex mu;
   static std::map<std::pair<std::string, DType>, std::unique_ptr<Backend>> made;
@@ -111,7 +119,8 @@ std::vector<std::string> backend_names() {
 }
 
 DType resolve_precision(const std::string& precision, const std::string& name,
-                        const std::string& key, std::string* note) {
+                        const std::string& key, std::string* note, bool* per_network) {
+  if (per_network) *per_network = false;
   if (precision == "fp32") return DType::f32;
   std::string why;
   if (precision == "bf16") {
@@ -138,7 +147,10 @@ DType resolve_precision(const std::string& precision, const std::string& name,
     if (note) *note = cat(key, ": auto -> ", f, " (SIEVE_PRECISION_AUTO)");
     return f == "bf16" ? DType::bf16 : DType::f32;
   }
-  if (backend_bf16_faster(name, &why)) return DType::bf16;
+  if (backend_bf16_faster(name, &why)) {
+    if (per_network) *per_network = entry(name).backend.time_training_step != nullptr;
+    return DType::bf16;
+  }
   if (note) *note = cat(key, ": auto -> fp32 (", why, ")");
   return DType::f32;
 }

@@ -21,6 +21,9 @@ struct BackendEntry {
   // Where bf16 is native: whether it is also faster than fp32 (null: always, as on GPUs from
   // compute capability 8.0 and on ref, which is never native).
   bool (*bf16_faster)(std::string* why);
+  // Where bf16's speed also depends on the network: times one training step of a network in
+  // each dtype (backend_time_training_step); null where it does not.
+  bool (*time_training_step)(const ModelSpec& spec, int batch, StepTimes* out);
 };
 
 // Adds a backend, or fills the place of an optional backend the registry names but this

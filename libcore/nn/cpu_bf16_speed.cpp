@@ -20,17 +20,24 @@
 // interleaved repetitions leaves out the rest (caches refilled after a switch): six runs at
 // load 9 on that Xeon all gave 2.6-2.8 ms fp32 against 5.0-5.1 ms bf16. About 0.1 s, once
 // per process.
+//
+// A CPU-wide answer is not the whole answer: with AMX the tile units win on ResNet's wide
+// layers, but a narrow network (8-64 channels on small maps) ran 1.28x slower in bf16 than in
+// fp32 (docs/engine.md). So where the answer is bf16, the trainer also times one training step
+// of its own network in each dtype (cpu_time_training_step, asked by train/precision.cpp).
 #include <omp.h>
 
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <ctime>
+#include <memory>
 #include <oneapi/dnnl/dnnl.hpp>
 #include <string>
 #include <vector>
 
 #include "nn/backend_impl.hpp"
+#include "nn/model.hpp"
 #include "util/error.hpp"
 
 namespace sieve::nn {
@@ -40,11 +47,13 @@ using dnnl::memory;
 using dt = memory::data_type;
 using tag = memory::format_tag;
 
-// CPU time of the calling thread, which runs the single-threaded passes: time spent
-// preempted (the machine busy with other work) is not counted, so the figure is the core's.
-double thread_cpu_ms() {
+// CPU time, in ms, of the calling thread (CLOCK_THREAD_CPUTIME_ID: the single-threaded
+// passes) or of the whole process (CLOCK_PROCESS_CPUTIME_ID: a training step runs on every
+// OpenMP thread of it). Time spent preempted (the machine busy with other work) is not
+// counted, so the figure is the cores'.
+double cpu_ms(clockid_t clock) {
   timespec t;
-  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+  clock_gettime(clock, &t);
   return t.tv_sec * 1e3 + t.tv_nsec * 1e-6;
 }
 
@@ -71,7 +80,7 @@ class ConvPasses {
       std::memset(m.get_data_handle(), 0x3c, m.get_desc().get_size());
   }
   double run_ms(dnnl::stream& s) {
-    const double t = thread_cpu_ms();
+    const double t = cpu_ms(CLOCK_THREAD_CPUTIME_ID);
     fwd_.execute(s,
                  {{DNNL_ARG_SRC, mem_[0]}, {DNNL_ARG_WEIGHTS, mem_[1]}, {DNNL_ARG_DST, mem_[3]}});
     bwd_d_.execute(
@@ -81,7 +90,7 @@ class ConvPasses {
         s,
         {{DNNL_ARG_SRC, mem_[0]}, {DNNL_ARG_DIFF_DST, mem_[5]}, {DNNL_ARG_DIFF_WEIGHTS, mem_[6]}});
     s.wait();
-    return thread_cpu_ms() - t;
+    return cpu_ms(CLOCK_THREAD_CPUTIME_ID) - t;
   }
 
  private:
@@ -121,6 +130,34 @@ Bf16Speed measure() {
   return r;
 }
 
+// A throwaway copy of the network in one dtype and one fixed batch: inputs and logit
+// gradients of a smooth pattern (no zeros, nothing the arithmetic could skip).
+class StepPass {
+ public:
+  StepPass(ModelSpec spec, DType dtype, int batch) : n_(batch) {
+    spec.backend = "cpu";
+    spec.dtype = dtype;
+    model_ = make_model(spec);
+    init_params(*model_, 1);
+    x_.resize(size_t(batch) * model_->input_size());
+    for (size_t i = 0; i < x_.size(); ++i) x_[i] = 0.5f + 0.4f * float((i * 37) % 101) / 101;
+    dlogits_.resize(size_t(batch) * size_t(model_->num_classes()));
+    for (size_t i = 0; i < dlogits_.size(); ++i)
+      dlogits_[i] = (i % 2 ? 1.0f : -1.0f) / float(dlogits_.size());
+  }
+  double run_ms() {
+    const double t = cpu_ms(CLOCK_PROCESS_CPUTIME_ID);
+    model_->forward(x_.data(), n_, true);
+    model_->backward(dlogits_.data());
+    return cpu_ms(CLOCK_PROCESS_CPUTIME_ID) - t;
+  }
+
+ private:
+  int n_;
+  std::unique_ptr<Model> model_;
+  std::vector<float> x_, dlogits_;
+};
+
 double hundredths(double ms) {
   return double(int64_t(ms * 100 + 0.5)) / 100;
 }
@@ -148,6 +185,24 @@ bool cpu_bf16_faster(std::string* why) {
                      " ms bf16); precision: bf16 forces it")
                : cat("no bf16 convolution on this CPU (", r.failed, ")");
   return false;
+}
+
+// The run's own network, as it will train: every thread the run has, the batch of one
+// forward. The first pass of each dtype creates oneDNN's primitives (kept in its cache, so
+// the run's first step gains them back) and is not counted; then the best of up to 3
+// interleaved passes, fewer where one pass already takes over a second.
+bool cpu_time_training_step(const ModelSpec& spec, int batch, StepTimes* out) {
+  if (!backend_supports("cpu", DType::bf16, true)) return false;
+  StepPass f32(spec, DType::f32, batch), bf16(spec, DType::bf16, batch);
+  const double first = f32.run_ms();
+  bf16.run_ms();
+  const int reps = first > 1000 ? 1 : 3;
+  out->fp32_ms = out->bf16_ms = 1e300;
+  for (int rep = 0; rep < reps; ++rep) {
+    out->fp32_ms = std::min(out->fp32_ms, f32.run_ms());
+    out->bf16_ms = std::min(out->bf16_ms, bf16.run_ms());
+  }
+  return true;
 }
 
 }  // namespace sieve::nn

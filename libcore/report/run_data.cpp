@@ -441,7 +441,8 @@ RunResult parse_result(const Json& j, const std::string& path) {
     r.images_per_s_per_rank = r.images_per_s / double(r.ranks);
   r.weight_decay = num(j, "weight_decay", path, false);
   for (auto [key, into] : {std::pair{"dataset_fingerprint", &r.dataset_fingerprint},
-                           std::pair{"filter_fingerprint", &r.filter_fingerprint}})
+                           std::pair{"filter_fingerprint", &r.filter_fingerprint},
+                           std::pair{"precision", &r.precision}})
     if (const Json* fp = field(j, key, path, false)) {
       SIEVE_CHECK(fp->is_string(), path, ": field '", key, "': expected a string, found ",
                   fp->type_name());

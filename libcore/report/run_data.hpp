@@ -37,6 +37,7 @@ struct RunResult {
   int64_t requested_batch = 0;
   std::string dataset_fingerprint;  // the dataset the run trained on ("" when not recorded)
   std::string filter_fingerprint;   // the filter.h5 of arms filtered/random ("" likewise)
+  std::string precision;            // result.json "precision": fp32 | bf16 ("" not written)
   int64_t epochs = 0;               // result.json "epochs" (0: not written)
   int64_t steps = 0;                // result.json "steps": optimizer steps (0: not written)
   // The config keys that decide the result (result.json "config", config/sweep.hpp); empty

@@ -53,8 +53,9 @@ std::string verdict_key(const Comparison& c) {
   return "too_few";
 }
 
-// Every run as read, marks included; epochs and optimizer steps last (scaled.budget decides
-// which of the two the arms share; empty where result.json has none).
+// Every run as read, marks included, and the dtype it trained in; epochs and optimizer steps
+// last (scaled.budget decides which of the two the arms share; empty where result.json has
+// none).
 void write_runs_csv(const SectionContext& c) {
   auto count = [](int64_t v) { return v > 0 ? std::to_string(v) : std::string(); };
   std::vector<Row> all;
@@ -80,6 +81,7 @@ void write_runs_csv(const SectionContext& c) {
                    fmt(r.last_eval_test_acc),
                    r.mark(),
                    fmt(r.train_acc_clean),
+                   r.precision,
                    count(r.epochs),
                    count(r.steps)});
   write_csv(c.dir + "/data/runs.csv",
@@ -104,9 +106,29 @@ void write_runs_csv(const SectionContext& c) {
              "last_eval_test_acc",
              "mark",
              "train_acc_clean",
+             "precision",
              "epochs",
              "steps"},
             all);
+}
+
+// precision: auto decides per process where the CPU has bf16 (docs/engine.md), so the runs
+// of one batch can train in different dtypes (Slurm array tasks timing alike networks apart,
+// or nodes of different CPUs): one note per such batch, since its paired differences then
+// mix two numerics.
+void mixed_precision_note(SectionContext& c) {
+  std::map<int64_t, std::map<std::string, int>> by_batch;
+  for (const RunResult& r : c.data.runs)
+    if (!r.precision.empty()) ++by_batch[r.global_batch][r.precision];
+  for (const auto& [batch, counts] : by_batch) {
+    if (counts.size() < 2) continue;
+    std::string mix;
+    for (const auto& [p, n] : counts) mix += cat(mix.empty() ? "" : " and ", p, " (", n, " runs)");
+    c.doc.note(cat("The runs at global batch ", batch, " trained in ", mix,
+                   ": scaled.precision auto decides on each machine and process, so their "
+                   "differences mix two numerics; set scaled.precision to fp32 or bf16 to "
+                   "compare like with like."));
+  }
 }
 
 // The small table of diverged and collapsed runs (or a sentence saying there are none).
@@ -137,6 +159,7 @@ void marked_runs(SectionContext& c, const ResultsAnalysis& a) {
   if (a.unchecked > 0)
     c.doc.note(cat(a.unchecked, " run(s) not checked for collapse: the class count is unknown "
                                 "(no dataset.h5 and no num_classes in result.json)."));
+  mixed_precision_note(c);
 }
 
 void accuracy_figures(SectionContext& c, const ResultsAnalysis& a) {

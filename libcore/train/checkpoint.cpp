@@ -227,6 +227,15 @@ void save_model(const std::string& path, nn::Model& model, const std::string& co
   out.commit();
 }
 
+nn::DType checkpoint_precision(const std::string& path) {
+  h5::File f = h5::File::open(path);
+  h5::require_schema(f, schema::kCheckpoint);
+  const std::string p = f.attr_string("/", "precision");
+  SIEVE_CHECK(p == "fp32" || p == "bf16", path, ": attr precision: expected fp32 or bf16, got '", p,
+              "'");
+  return p == "bf16" ? nn::DType::bf16 : nn::DType::f32;
+}
+
 std::unique_ptr<nn::Model> load_model(const std::string& path, const std::string& backend,
                                       nn::DType dtype) {
   h5::File f = h5::File::open(path);

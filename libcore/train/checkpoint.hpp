@@ -39,6 +39,9 @@ void save_checkpoint(const std::string& path, nn::Model& model, const SgdOptimiz
 // file for a wrong schema, an incomplete file or a mismatching parameter.
 TrainState load_checkpoint(const std::string& path, nn::Model& model, SgdOptimizer& opt);
 
+// The activation dtype a checkpoint was trained with (its `precision` attr).
+nn::DType checkpoint_precision(const std::string& path);
+
 // "dir/ckpt-000000123.h5" for step 123.
 std::string checkpoint_name(const std::string& dir, int64_t step);
 // Newest complete checkpoint in `dir` ("" if none). Rank-local (call on one rank + bcast).

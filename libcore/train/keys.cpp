@@ -29,7 +29,10 @@ void add_trainer_keys(ConfigSchema& s, const std::string& p, const std::string& 
                "activation precision: bf16 (mixed precision: bf16 convolutions and GEMMs, fp32 "
                "master weights, optimizer and BN statistics), fp32, or auto (bf16 where the "
                "hardware computes it natively and faster than fp32: AMX CPUs, or a one-off "
-               "probe of one convolution on other AVX512-BF16 CPUs; Ampere+ GPUs; else fp32)",
+               "probe of one convolution on other AVX512-BF16 CPUs; Ampere+ GPUs; else fp32; "
+               "on such a CPU one timed training step of the run's own network in each dtype "
+               "then decides, since narrow networks run slower in bf16; a resumed run keeps "
+               "its checkpoint's)",
                {"auto", "bf16", "fp32"});
   s.add_string(p + ".param_home", "auto",
                "where the optimizer step meets the parameters: host (the model's own buffers; "

@@ -17,8 +17,9 @@ TrainOptions read_train_options(const Config& cfg, const std::string& p) {
   o.spec = nn::model_spec_from(cfg, p);
   o.spec.backend = cfg.get_string(p + ".backend");
   std::string note;
+  o.precision_key = p + ".precision";
   o.spec.dtype = nn::resolve_precision(cfg.get_string(p + ".precision"), o.spec.backend,
-                                       p + ".precision", &note);
+                                       o.precision_key, &note, &o.precision_per_network);
   if (!note.empty()) log::info(note);
   o.param_home = cfg.get_string(p + ".param_home");
   o.param_home_key = p + ".param_home";

@@ -35,6 +35,10 @@ struct TrainOptions {
   CommOptions comm;  // gradient communication strategy (comm.*)
   // Where the optimizer step runs on the parameters (train/param_home.hpp), and the key that
   // messages name.
+  // precision: auto where the machine's answer (bf16) is the trainer's to confirm by timing
+  // its own network (nn::resolve_precision's per_network; train/precision.hpp), and the key.
+  bool precision_per_network = false;
+  std::string precision_key = "precision";
   std::string param_home = "auto";
   std::string param_home_key = "param_home";
 };

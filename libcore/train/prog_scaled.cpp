@@ -274,6 +274,7 @@ Json result_json(const ToolContext& ctx, const Sweep& sweep, int64_t index, cons
   j["ranks"] = ctx.comm.size();
   j["global_batch"] = r.batch;
   j["per_rank_batch"] = r.per_rank_batch;
+  j["precision"] = r.precision;
   j["accumulation_steps"] = r.accum_steps;
   j["samples_used"] = r.samples_used;
   j["samples_total"] = data.train.n;

@@ -1,5 +1,6 @@
 #include "train/trainer.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <csignal>
@@ -11,6 +12,7 @@
 #include "comm/trace_gather.hpp"
 #include "nn/backend.hpp"
 #include "train/param_home.hpp"
+#include "train/precision.hpp"
 #include "util/log.hpp"
 #include "util/trace.hpp"
 
@@ -79,15 +81,42 @@ Trainer::Trainer(const Comm& comm, TrainOptions opt, std::unique_ptr<SampleSourc
   SIEVE_CHECK(source_->batch_size() >= comm.size(), "global batch of ", source_->batch_size(),
               " samples is smaller than the ", comm.size(),
               " ranks: every rank needs at least one sample per step");
-  model_ = nn::make_model(s);
-  nn::init_params(*model_, o_.seed);
-  opt_ = std::make_unique<SgdOptimizer>(param_slices(*model_), model_->num_params(), o_.opt);
+  build_model();
   o_.sched.global_batch = source_->batch_size();
   o_.sched.epochs = o_.epochs;
   o_.sched.steps_per_epoch = source_->steps_per_epoch();
 }
 
 Trainer::~Trainer() = default;
+
+void Trainer::build_model() {
+  model_ = nn::make_model(o_.spec);
+  nn::init_params(*model_, o_.seed);
+  opt_ = std::make_unique<SgdOptimizer>(param_slices(*model_), model_->num_params(), o_.opt);
+}
+
+// precision: auto where the network decides (TrainOptions::precision_per_network): a resumed
+// run keeps the dtype its checkpoint was trained with, so that it continues as it began; a
+// fresh one times its network at its per-rank forward batch. Another dtype than the one the
+// model was built with rebuilds it (the same seed's initial weights; a checkpoint's replace
+// them next).
+void Trainer::settle_precision(bool resume) {
+  if (!o_.precision_per_network) return;
+  const std::string from = resume ? agreed_latest_checkpoint(comm_, ckpt_dir_) : "";
+  nn::DType d;
+  if (!from.empty()) {
+    d = checkpoint_precision(from);
+    log::info(
+        cat(o_.precision_key, ": auto -> ", nn::dtype_name(d), " (as ", from, " was trained)"));
+  } else {
+    const int64_t per_rank = block_range(source_->batch_size(), comm_.rank(), comm_.size()).size();
+    const int64_t micro = o_.micro_batch > 0 ? std::min(o_.micro_batch, per_rank) : per_rank;
+    d = timed_auto_precision(comm_, o_.spec, micro, o_.precision_key);
+  }
+  if (d == o_.spec.dtype) return;
+  o_.spec.dtype = d;
+  build_model();
+}
 
 void Trainer::broadcast_state() {
   if (model_->device() == nn::Device::cpu) {
@@ -272,6 +301,7 @@ Trainer::Loop::Loop(Trainer& t, bool resume)
 
   res_.batch = batch_;
   res_.per_rank_batch = per_rank_;
+  res_.precision = nn::dtype_name(t_.model_->dtype());
   res_.accum_steps = accum;
   res_.samples_used = t_.source_->num_active();
   res_.peak_lr = sched_.peak();
@@ -568,6 +598,7 @@ TrainResult Trainer::Loop::finish() {
 
 TrainResult Trainer::run(bool resume) {
   install_stop_handlers();
+  settle_precision(resume);
   Loop loop(*this, resume);
   for (int64_t e = loop.first_epoch(); e < o_.epochs; ++e) {
     loop.train_epoch(e);

@@ -43,6 +43,7 @@ struct TrainResult {
   double images_per_s = 0, images_per_s_per_rank = 0, elapsed_s = 0;
   int64_t steps = 0, samples_used = 0, batch = 0, per_rank_batch = 0, accum_steps = 1;
   double peak_lr = 0;
+  std::string precision;  // the activation dtype it trained in ("fp32", "bf16")
 };
 
 // Thrown on every rank alike when the loss or the gradient sum is non-finite (message
@@ -107,6 +108,8 @@ class Trainer {
   void broadcast_state();    // parameters and BN buffers from rank 0
   void broadcast_buffers();  // BN buffers from rank 0, before anything reads them
   void checkpoint(const TrainState& st);
+  void build_model();  // model_ and opt_ from o_.spec, initial weights of o_.seed
+  void settle_precision(bool resume);
 
   const Comm& comm_;
   TrainOptions o_;

@@ -11,6 +11,7 @@
 #include "nn/backend.hpp"
 #include "nn/backend_impl.hpp"
 #include "nn/backend_registry.hpp"
+#include "nn/model.hpp"
 #include "support/op_suite.hpp"
 #include "support/test_util.hpp"
 #include "util/error.hpp"
@@ -106,7 +107,7 @@ TEST(NnBackends, RegisterBackendAddsOrReplaces) {
     return false;
   };
   static const auto always = [](DType, bool, std::string*) { return true; };
-  register_backend({"test-fake", +make_nothing, +never, nullptr});
+  register_backend({"test-fake", +make_nothing, +never, nullptr, nullptr});
   std::vector<std::string> names = backend_names();
   ASSERT_GE(names.size(), 4u);
   EXPECT_EQ(names.back(), "test-fake");
@@ -122,7 +123,7 @@ TEST(NnBackends, RegisterBackendAddsOrReplaces) {
               std::string::npos)
         << e.what();
   }
-  register_backend({"test-fake", +make_nothing, +always, nullptr});
+  register_backend({"test-fake", +make_nothing, +always, nullptr, nullptr});
   EXPECT_EQ(backend_names(), names);
   EXPECT_TRUE(backend_supports("test-fake", DType::bf16, true));
 }
@@ -211,5 +212,44 @@ TEST(NnBackends, PrecisionAutoCanBeForcedForTests) {
     EXPECT_NE(std::string(e.what()).find("SIEVE_PRECISION_AUTO: expected bf16 or fp32, got 'fp16'"),
               std::string::npos)
         << e.what();
+  }
+}
+
+// Where auto's bf16 is the machine's answer on the cpu backend, the trainer is told to time
+// its network (per_network); never for an explicit or forced precision, nor on ref. The cpu
+// backend's timing of a real network: both dtypes measured, each pass taking some time.
+TEST(NnBackends, AutoBf16OnTheCpuIsConfirmedPerNetwork) {
+  const sieve::test::ScopedUnsetEnv plain("SIEVE_PRECISION_AUTO");
+  bool per_network = true;
+  EXPECT_EQ(resolve_precision("auto", "cpu", "x.precision", nullptr, &per_network),
+            backend_bf16_faster("cpu") ? DType::bf16 : DType::f32);
+  EXPECT_EQ(per_network, backend_bf16_faster("cpu"));
+  for (const char* explicit_precision : {"bf16", "fp32"}) {
+    per_network = true;
+    resolve_precision(explicit_precision, "cpu", "x.precision", nullptr, &per_network);
+    EXPECT_FALSE(per_network) << explicit_precision;
+  }
+  per_network = true;
+  resolve_precision("auto", "ref", "x.precision", nullptr, &per_network);
+  EXPECT_FALSE(per_network);
+  setenv("SIEVE_PRECISION_AUTO", "bf16", 1);
+  per_network = true;
+  EXPECT_EQ(resolve_precision("auto", "cpu", "x.precision", nullptr, &per_network), DType::bf16);
+  EXPECT_FALSE(per_network);
+  unsetenv("SIEVE_PRECISION_AUTO");
+
+  ModelSpec spec;
+  spec.arch = "resnet18";
+  spec.width = 0.125;
+  spec.in_height = spec.in_width = 16;
+  StepTimes t;
+  EXPECT_FALSE(backend_time_training_step("ref", spec, 4, &t));
+  const bool native = backend_supports("cpu", DType::bf16, true);
+  EXPECT_EQ(backend_time_training_step("cpu", spec, 4, &t), native);
+  if (native) {
+    EXPECT_GT(t.fp32_ms, 0);
+    EXPECT_GT(t.bf16_ms, 0);
+    EXPECT_LT(t.fp32_ms, 1e4);
+    EXPECT_LT(t.bf16_ms, 1e4);
   }
 }

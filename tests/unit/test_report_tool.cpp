@@ -699,6 +699,36 @@ TEST(ReportTool, SaysTheRunsRanksAndWarnsWhereTheyDiffer) {
   EXPECT_EQ(out.find(warning), std::string::npos) << out;
 }
 
+// precision: auto decides per machine and process, so the runs of one batch can train in
+// different dtypes: runs.csv lists each run's, and the report notes each batch that mixes
+// them, once; runs that agree, or record none, get no note.
+TEST(ReportTool, NotesEachBatchWhoseRunsMixPrecisions) {
+  std::string dir = make_run("precision");
+  std::string out;
+  ASSERT_EQ(run_report(dir, "", &out), 0) << out;
+  const std::string note = "trained in bf16";
+  EXPECT_EQ(slurp(dir + "/report/index.md").find(note), std::string::npos);
+  for (const auto& e : fs::directory_iterator(dir + "/sweep")) {
+    Json j = Json::parse(slurp(e.path().string() + "/result.json"));
+    j["precision"] = j["global_batch"] == 64 && j["seed"] == 1 ? "bf16" : "fp32";
+    std::ofstream(e.path().string() + "/result.json") << j.dump(2);
+  }
+  ASSERT_EQ(run_report(dir, "--overwrite", &out), 0) << out;
+  const std::string md = slurp(dir + "/report/index.md");
+  const std::string mixed =
+      "The runs at global batch 64 trained in bf16 (3 runs) and fp32 (3 runs)";
+  EXPECT_NE(md.find(mixed), std::string::npos) << md;
+  EXPECT_EQ(md.find(mixed, md.find(mixed) + 1), std::string::npos) << md;
+  EXPECT_EQ(md.find("global batch 16 trained in"), std::string::npos) << md;
+  auto runs = read_csv(dir + "/report/data/runs.csv");
+  ASSERT_EQ(runs.size(), 13u);
+  const auto col = std::find(runs[0].begin(), runs[0].end(), "precision") - runs[0].begin();
+  ASSERT_LT(size_t(col), runs[0].size());
+  int bf16 = 0;
+  for (size_t i = 1; i < runs.size(); ++i) bf16 += runs[i][col] == "bf16";
+  EXPECT_EQ(bf16, 3);
+}
+
 // The smaller arms take fewer optimizer steps at equal epochs: the report says what the runs
 // held equal (scaled.budget), lists each run's epochs and steps, and warns where they differ.
 TEST(ReportTool, SaysWhatTheArmsHeldEqual) {
