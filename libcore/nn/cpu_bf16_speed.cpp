@@ -158,6 +158,20 @@ class StepPass {
   std::vector<float> x_, dlogits_;
 };
 
+// The run's own network, as it will train: every thread the run has, the batch of one
+// forward. The first pass creates oneDNN's primitives (kept in its cache, so the run's first
+// step gains them back) and is not counted; then the best of up to 3 passes, 1 where the
+// first took over a second. One dtype after the other, each copy freed before the next is
+// built: at most one network's activations beside the run's own parameters, as training
+// itself will hold (interleaved passes would hold two).
+double best_step_ms(const ModelSpec& spec, DType dtype, int batch) {
+  StepPass pass(spec, dtype, batch);
+  const int reps = pass.run_ms() > 1000 ? 1 : 3;
+  double best = 1e300;
+  for (int rep = 0; rep < reps; ++rep) best = std::min(best, pass.run_ms());
+  return best;
+}
+
 double hundredths(double ms) {
   return double(int64_t(ms * 100 + 0.5)) / 100;
 }
@@ -187,21 +201,11 @@ bool cpu_bf16_faster(std::string* why) {
   return false;
 }
 
-// The run's own network, as it will train: every thread the run has, the batch of one
-// forward. The first pass of each dtype creates oneDNN's primitives (kept in its cache, so
-// the run's first step gains them back) and is not counted; then the best of up to 3
-// interleaved passes, fewer where one pass already takes over a second.
+// The run's own network timed in each dtype (best_step_ms).
 bool cpu_time_training_step(const ModelSpec& spec, int batch, StepTimes* out) {
   if (!backend_supports("cpu", DType::bf16, true)) return false;
-  StepPass f32(spec, DType::f32, batch), bf16(spec, DType::bf16, batch);
-  const double first = f32.run_ms();
-  bf16.run_ms();
-  const int reps = first > 1000 ? 1 : 3;
-  out->fp32_ms = out->bf16_ms = 1e300;
-  for (int rep = 0; rep < reps; ++rep) {
-    out->fp32_ms = std::min(out->fp32_ms, f32.run_ms());
-    out->bf16_ms = std::min(out->bf16_ms, bf16.run_ms());
-  }
+  out->fp32_ms = best_step_ms(spec, DType::f32, batch);
+  out->bf16_ms = best_step_ms(spec, DType::bf16, batch);
   return true;
 }
 

@@ -230,6 +230,7 @@ void save_model(const std::string& path, nn::Model& model, const std::string& co
 nn::DType checkpoint_precision(const std::string& path) {
   h5::File f = h5::File::open(path);
   h5::require_schema(f, schema::kCheckpoint);
+  if (!f.has_attr("/", "precision")) return nn::DType::f32;  // written before bf16 existed
   const std::string p = f.attr_string("/", "precision");
   SIEVE_CHECK(p == "fp32" || p == "bf16", path, ": attr precision: expected fp32 or bf16, got '", p,
               "'");
