@@ -31,8 +31,9 @@ void add_trainer_keys(ConfigSchema& s, const std::string& p, const std::string& 
                "hardware computes it natively and faster than fp32: AMX CPUs, or a one-off "
                "probe of one convolution on other AVX512-BF16 CPUs; Ampere+ GPUs; else fp32; "
                "on such a CPU one timed training step of the run's own network in each dtype "
-               "then decides, since narrow networks run slower in bf16; a resumed run keeps "
-               "its checkpoint's)",
+               "then decides, since narrow networks run slower in bf16 (train_scaled records "
+               "it in <sweep>/auto_precision/ for every run of that network); a resumed run "
+               "keeps its checkpoint's)",
                {"auto", "bf16", "fp32"});
   s.add_string(p + ".param_home", "auto",
                "where the optimizer step meets the parameters: host (the model's own buffers; "

@@ -39,6 +39,9 @@ struct TrainOptions {
   // its own network (nn::resolve_precision's per_network; train/precision.hpp), and the key.
   bool precision_per_network = false;
   std::string precision_key = "precision";
+  // Where that decision is recorded for every run of the same network (train_scaled: the
+  // sweep directory, so that its runs agree whichever process trains them); "": per process.
+  std::string precision_record_dir;
   std::string param_home = "auto";
   std::string param_home_key = "param_home";
 };

@@ -351,6 +351,7 @@ void run_sweep_point(ToolContext& ctx, const Sweep& sweep, int64_t index) {
       cat("sweep run ", index, "/", sweep.size(), ":", desc.empty() ? " (base config)" : desc));
 
   TrainOptions opt = read_train_options(cfg, "scaled");
+  opt.precision_record_dir = ctx.path_flag("sweep-dir", rp.sweep_dir());
   const std::string arm = cfg.get_string("scaled.arm");
   TrainInput data = load_train_input(dataset, cfg);
   std::vector<int64_t> active = all_indices(data.train.n);

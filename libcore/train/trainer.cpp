@@ -1,6 +1,5 @@
 #include "train/trainer.hpp"
 
-#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <csignal>
@@ -97,9 +96,9 @@ void Trainer::build_model() {
 
 // precision: auto where the network decides (TrainOptions::precision_per_network): a resumed
 // run keeps the dtype its checkpoint was trained with, so that it continues as it began; a
-// fresh one times its network at its per-rank forward batch. Another dtype than the one the
-// model was built with rebuilds it (the same seed's initial weights; a checkpoint's replace
-// them next).
+// fresh one takes the decision for its network (train/precision.hpp: recorded, or timed).
+// Another dtype than the one the model was built with rebuilds it (the same seed's initial
+// weights; a checkpoint's replace them next).
 void Trainer::settle_precision(bool resume) {
   if (!o_.precision_per_network) return;
   const std::string from = resume ? agreed_latest_checkpoint(comm_, ckpt_dir_) : "";
@@ -109,9 +108,8 @@ void Trainer::settle_precision(bool resume) {
     log::info(
         cat(o_.precision_key, ": auto -> ", nn::dtype_name(d), " (as ", from, " was trained)"));
   } else {
-    const int64_t per_rank = block_range(source_->batch_size(), comm_.rank(), comm_.size()).size();
-    const int64_t micro = o_.micro_batch > 0 ? std::min(o_.micro_batch, per_rank) : per_rank;
-    d = timed_auto_precision(comm_, o_.spec, micro, o_.precision_key);
+    d = timed_auto_precision(comm_, o_.spec, source_->batch_size(), o_.micro_batch,
+                             o_.precision_key, o_.precision_record_dir);
   }
   if (d == o_.spec.dtype) return;
   o_.spec.dtype = d;
