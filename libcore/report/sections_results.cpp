@@ -112,10 +112,11 @@ void write_runs_csv(const SectionContext& c) {
             all);
 }
 
-// precision: auto decides per process where the CPU has bf16 (docs/engine.md), so the runs
-// of one batch can train in different dtypes (Slurm array tasks timing alike networks apart,
-// or nodes of different CPUs): one note per such batch, since its paired differences then
-// mix two numerics.
+// precision: auto decides by the machine and, where the CPU has bf16, by a timing that
+// train_scaled records once per network in its sweep directory (docs/engine.md); runs of one
+// batch can still train in different dtypes (nodes of different CPUs, results gathered from
+// other sweep directories, an explicit precision in some runs): one note per such batch,
+// since its paired differences then mix two numerics.
 void mixed_precision_note(SectionContext& c) {
   std::map<int64_t, std::map<std::string, int>> by_batch;
   for (const RunResult& r : c.data.runs)
@@ -125,9 +126,8 @@ void mixed_precision_note(SectionContext& c) {
     std::string mix;
     for (const auto& [p, n] : counts) mix += cat(mix.empty() ? "" : " and ", p, " (", n, " runs)");
     c.doc.note(cat("The runs at global batch ", batch, " trained in ", mix,
-                   ": scaled.precision auto decides on each machine and process, so their "
-                   "differences mix two numerics; set scaled.precision to fp32 or bf16 to "
-                   "compare like with like."));
+                   ": their differences mix two numerics; set scaled.precision to fp32 or bf16 "
+                   "to compare like with like."));
   }
 }
 

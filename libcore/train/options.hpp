@@ -33,8 +33,6 @@ struct TrainOptions {
   int64_t ckpt_every_steps = 0, ckpt_every_epochs = 1, ckpt_keep = 2;
   int64_t eval_batch = 256, eval_every = 1;
   CommOptions comm;  // gradient communication strategy (comm.*)
-  // Where the optimizer step runs on the parameters (train/param_home.hpp), and the key that
-  // messages name.
   // precision: auto where the machine's answer (bf16) is the trainer's to confirm by timing
   // its own network (nn::resolve_precision's per_network; train/precision.hpp), and the key.
   bool precision_per_network = false;
@@ -42,6 +40,8 @@ struct TrainOptions {
   // Where that decision is recorded for every run of the same network (train_scaled: the
   // sweep directory, so that its runs agree whichever process trains them); "": per process.
   std::string precision_record_dir;
+  // Where the optimizer step runs on the parameters (train/param_home.hpp), and the key that
+  // messages name.
   std::string param_home = "auto";
   std::string param_home_key = "param_home";
 };

@@ -45,22 +45,25 @@ std::string network_name(const nn::ModelSpec& s, int64_t global_batch, int ranks
   return cat(name, "_c", s.num_classes, "_b", global_batch, "_r", ranks, "_m", micro_batch);
 }
 
-// Rank 0: the decision recorded at `path`, if there is one it can read.
+// Rank 0: the decision recorded at `path`, if there is one it can read: a JSON object whose
+// `precision` is "fp32" or "bf16" (its times, where they are not numbers, read as 0).
 std::optional<Decision> read_record(const std::string& path) {
   std::error_code ec;
   if (!fs::exists(path, ec)) return std::nullopt;
   std::ifstream in(path);
   const Json j = Json::parse(in, nullptr, /*allow_exceptions=*/false);
-  const bool ok = !j.is_discarded() && j.is_object() && j.value("precision", "") != "" &&
-                  (j["precision"] == "fp32" || j["precision"] == "bf16");
-  if (!ok) {
+  const Json* p = j.is_object() && j.contains("precision") ? &j["precision"] : nullptr;
+  if (!p || !p->is_string() || (*p != "fp32" && *p != "bf16")) {
     log::warn(cat(path,
                   ": not a precision record (expected JSON with precision fp32 or bf16); "
                   "ignored, this run decides for itself"));
     return std::nullopt;
   }
-  return Decision{j["precision"] == "bf16" ? nn::DType::bf16 : nn::DType::f32,
-                  j.value("fp32_ms", 0.0), j.value("bf16_ms", 0.0)};
+  auto time = [&](const char* k) {
+    return j.contains(k) && j[k].is_number() ? j[k].get<double>() : 0.0;
+  };
+  return Decision{*p == "bf16" ? nn::DType::bf16 : nn::DType::f32, time("fp32_ms"),
+                  time("bf16_ms")};
 }
 
 // Rank 0: records `d` at `path` unless another run recorded first (link() never replaces a
@@ -69,15 +72,16 @@ Decision record_first(const std::string& path, const std::string& network, const
   std::error_code ec;
   fs::create_directories(fs::path(path).parent_path(), ec);
   const std::string tmp = cat(path, ".tmp-", getpid());
-  {
-    Json j = {{"network", network},
-              {"precision", nn::dtype_name(d.dtype)},
-              {"fp32_ms", d.fp32_ms},
-              {"bf16_ms", d.bf16_ms}};
-    std::ofstream(tmp) << j.dump(2) << "\n";
-  }
-  const int linked = ::link(tmp.c_str(), path.c_str());
-  const int err = errno;
+  const Json j = {{"network", network},
+                  {"precision", nn::dtype_name(d.dtype)},
+                  {"fp32_ms", d.fp32_ms},
+                  {"bf16_ms", d.bf16_ms}};
+  std::ofstream out(tmp);
+  out << j.dump(2) << "\n";
+  out.close();
+  // A record written only in part is never linked: others would read it as no record.
+  const int linked = out ? ::link(tmp.c_str(), path.c_str()) : -1;
+  const int err = out ? errno : EIO;
   fs::remove(tmp, ec);
   if (linked == 0) return d;
   if (err == EEXIST)
@@ -119,10 +123,11 @@ nn::DType timed_auto_precision(const Comm& comm, const nn::ModelSpec& spec, int6
       record_dir.empty()
           ? std::string()
           : auto_precision_record(record_dir, spec, global_batch, comm.size(), micro_batch);
-  if (auto it = decided.find(path + "|" + network); it != decided.end()) return it->second;
+  const std::string& known = path.empty() ? network : path;  // the path names the network
+  if (auto it = decided.find(known); it != decided.end()) return it->second;
   auto say = [&](nn::DType dtype, const std::string& why) {
     log::info(cat(key, ": auto -> ", nn::dtype_name(dtype), " (", why, ")"));
-    decided[path + "|" + network] = dtype;
+    decided[known] = dtype;
     return dtype;
   };
   int64_t recorded = 0;

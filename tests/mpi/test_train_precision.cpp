@@ -135,6 +135,15 @@ TEST(TrainPrecision, TheRecordedDecisionIsEveryRunsDecision) {
   world.barrier();
   EXPECT_EQ(timed_auto_precision(world, s, 64, 0, "scaled.precision", dir + "/c"), DType::bf16);
   world.barrier();
+  // Nor is one whose precision is no string (nlohmann's value() would throw on it).
+  const std::string odd = auto_precision_record(dir + "/d", s, 64, R, 0);
+  if (world.is_root()) {
+    std::filesystem::create_directories(std::filesystem::path(odd).parent_path());
+    std::ofstream(odd) << "{\"precision\": 5, \"fp32_ms\": \"x\"}\n";
+  }
+  world.barrier();
+  EXPECT_EQ(timed_auto_precision(world, s, 64, 0, "scaled.precision", dir + "/d"), DType::bf16);
+  world.barrier();
   std::ifstream in(bad);
   EXPECT_EQ(std::string(std::istreambuf_iterator<char>(in), {}), "{\"precision\": \"fp16\"}\n");
 }
