@@ -126,24 +126,21 @@ TEST(TrainPrecision, TheRecordedDecisionIsEveryRunsDecision) {
   g_root = g_others = {10.0, 5.0};
   EXPECT_EQ(timed_auto_precision(world, s, 64, 0, "scaled.precision", dir + "/b"), DType::f32);
   // A file that is no record: ignored, this run times and decides (bf16); it does not
-  // replace the file, which is not its own.
+  // replace the file, which is not its own. Nor is one whose precision is no string
+  // (nlohmann's value() would throw on it).
   const std::string bad = auto_precision_record(dir + "/c", s, 64, R, 0);
-  if (world.is_root()) {
-    std::filesystem::create_directories(std::filesystem::path(bad).parent_path());
-    std::ofstream(bad) << "{\"precision\": \"fp16\"}\n";
+  for (const auto& [sub, text] : {std::pair{"/c", "{\"precision\": \"fp16\"}\n"},
+                                  std::pair{"/d", "{\"precision\": 5, \"fp32_ms\": \"x\"}\n"}}) {
+    const std::string path = auto_precision_record(dir + sub, s, 64, R, 0);
+    if (world.is_root()) {
+      std::filesystem::create_directories(std::filesystem::path(path).parent_path());
+      std::ofstream(path) << text;
+    }
+    world.barrier();
+    EXPECT_EQ(timed_auto_precision(world, s, 64, 0, "scaled.precision", dir + sub), DType::bf16)
+        << sub;
+    world.barrier();
   }
-  world.barrier();
-  EXPECT_EQ(timed_auto_precision(world, s, 64, 0, "scaled.precision", dir + "/c"), DType::bf16);
-  world.barrier();
-  // Nor is one whose precision is no string (nlohmann's value() would throw on it).
-  const std::string odd = auto_precision_record(dir + "/d", s, 64, R, 0);
-  if (world.is_root()) {
-    std::filesystem::create_directories(std::filesystem::path(odd).parent_path());
-    std::ofstream(odd) << "{\"precision\": 5, \"fp32_ms\": \"x\"}\n";
-  }
-  world.barrier();
-  EXPECT_EQ(timed_auto_precision(world, s, 64, 0, "scaled.precision", dir + "/d"), DType::bf16);
-  world.barrier();
   std::ifstream in(bad);
   EXPECT_EQ(std::string(std::istreambuf_iterator<char>(in), {}), "{\"precision\": \"fp16\"}\n");
 }
