@@ -128,7 +128,11 @@ std::vector<int64_t> counts_for_rate(double rate, const std::vector<int64_t>& es
 }
 
 std::vector<uint8_t> flag_top_overall(const std::vector<float>& score, const int32_t* labels,
-                                      const std::vector<int64_t>& counts, double max_share) {
+                                      const std::vector<int64_t>& counts, double max_share,
+                                      const std::vector<int64_t>& class_limit) {
+  SIEVE_ASSERT(class_limit.empty() || class_limit.size() == counts.size(),
+               "flag_top_overall: ", class_limit.size(), " class limits for ", counts.size(),
+               " counts");
   std::vector<int64_t> room(counts.size(), 0);  // first the class sizes
   for (size_t i = 0; i < score.size(); ++i) {
     SIEVE_ASSERT(labels[i] >= 0 && size_t(labels[i]) < counts.size(), "flag_top_overall: label ",
@@ -139,6 +143,7 @@ std::vector<uint8_t> flag_top_overall(const std::vector<float>& score, const int
   for (size_t c = 0; c < counts.size(); ++c) {
     const int64_t share = int64_t(std::floor(max_share * double(room[c])));
     room[c] = std::clamp<int64_t>(std::max(counts[c], share), 0, room[c]);
+    if (!class_limit.empty() && class_limit[c] >= 0) room[c] = std::min(room[c], class_limit[c]);
     wanted += std::max<int64_t>(counts[c], 0);
   }
   std::vector<int64_t> order(score.size());

@@ -92,9 +92,12 @@ std::vector<int64_t> counts_for_rate(double rate, const std::vector<int64_t>& es
 // consensus's F1 rose in 32 and fell in 8, by +0.006 on average; with a known noise rate (59
 // runs), it rose in 52 and fell in 3, by +0.033 (docs/detection.md). The bound keeps the score
 // alone from taking a class past filter.max_flagged (max_share) where its own count did not: a
-// class whose labels are half wrong would otherwise be refused on a tie.
+// class whose labels are half wrong would otherwise be refused on a tie. `class_limit` (where
+// given; -1: none) is a hard bound per class that even the score may not pass: the test split's
+// own count for a class kept under max_share (program.cpp, bound_classes_over_max_flagged).
 std::vector<uint8_t> flag_top_overall(const std::vector<float>& score, const int32_t* labels,
-                                      const std::vector<int64_t>& counts, double max_share);
+                                      const std::vector<int64_t>& counts, double max_share,
+                                      const std::vector<int64_t>& class_limit = {});
 
 // The mean over the given scores of each sample's normalised rank in (0, 1] (1 = the most
 // suspicious of that score; tied samples share their average rank). All scores have the same

@@ -48,17 +48,29 @@ bool invert_confusion(const std::vector<double>& counts, int k, std::vector<doub
   return info == 0;
 }
 
-// The wrong labels among sum(class_size) given the inverse confusion and, per label i, the sum
-// over its held-out samples of inverse[prediction][i] and their number.
-double wrong_from(const std::vector<double>& clean_weight, const std::vector<int64_t>& heldout_n,
-                  const std::vector<int64_t>& class_size) {
-  double clean = 0;
-  int64_t n = 0;
+// The wrong labels among each label's class_size given the inverse confusion and, per label i,
+// the sum over its held-out samples of inverse[prediction][i] and their number.
+void wrong_by_label(const std::vector<double>& clean_weight, const std::vector<int64_t>& heldout_n,
+                    const std::vector<int64_t>& class_size, std::vector<double>& wrong) {
+  wrong.assign(class_size.size(), 0.0);
   for (size_t i = 0; i < class_size.size(); ++i) {
-    n += class_size[i];
-    if (heldout_n[i] > 0) clean += double(class_size[i]) / double(heldout_n[i]) * clean_weight[i];
+    const double clean =
+        heldout_n[i] > 0 ? double(class_size[i]) / double(heldout_n[i]) * clean_weight[i] : 0.0;
+    wrong[i] = double(class_size[i]) - clean;
   }
-  return double(n) - clean;
+}
+
+// The sample standard deviation of v[r][c] over r, per c.
+std::vector<double> spread(const std::vector<std::vector<double>>& v) {
+  std::vector<double> sd(v.empty() ? 0 : v[0].size(), 0.0);
+  for (size_t c = 0; c < sd.size(); ++c) {
+    double mean = 0, ss = 0;
+    for (const auto& r : v) mean += r[c];
+    mean /= double(v.size());
+    for (const auto& r : v) ss += (r[c] - mean) * (r[c] - mean);
+    sd[c] = std::sqrt(ss / double(v.size() - 1));
+  }
+  return sd;
 }
 
 }  // namespace
@@ -86,9 +98,9 @@ ConfusionCount count_from_confusion(const ConfusionSamples& s,
       return out;
     }
   }
-  // One estimate from the given predictions, or from a resample of each class's (rng).
+  // One estimate per label from the given predictions, or from a resample of each class's (rng).
   std::vector<double> counts(static_cast<size_t>(k * k)), inverse, weight(static_cast<size_t>(k));
-  auto estimate = [&](std::mt19937_64* rng) -> std::optional<double> {
+  auto estimate = [&](std::mt19937_64* rng, std::vector<double>& by_label) {
     auto pick = [&](const std::vector<int32_t>& v, size_t q) {
       return rng ? v[std::uniform_int_distribution<size_t>(0, v.size() - 1)(*rng)] : v[q];
     };
@@ -96,33 +108,36 @@ ConfusionCount count_from_confusion(const ConfusionSamples& s,
     for (int c = 0; c < k; ++c)
       for (size_t q = 0; q < test[size_t(c)].size(); ++q)
         counts[size_t(c * k + pick(test[size_t(c)], q))] += 1;
-    if (!invert_confusion(counts, k, inverse)) return std::nullopt;
+    if (!invert_confusion(counts, k, inverse)) return false;
     for (int i = 0; i < k; ++i) {
       weight[size_t(i)] = 0;
       for (size_t q = 0; q < held[size_t(i)].size(); ++q)
         weight[size_t(i)] += inverse[size_t(pick(held[size_t(i)], q) * k + i)];
     }
-    return wrong_from(weight, heldout_n, class_size);
+    wrong_by_label(weight, heldout_n, class_size, by_label);
+    return true;
   };
-  const std::optional<double> point = estimate(nullptr);
-  if (!point) {
+  auto total = [](const std::vector<double>& v) {
+    return std::accumulate(v.begin(), v.end(), 0.0);
+  };
+  std::vector<double> point;
+  if (!estimate(nullptr, point)) {
     out.why_not = "the test split's confusion matrix is singular";
     return out;
   }
   std::mt19937_64 rng(seed);
-  std::vector<double> resampled;
+  std::vector<std::vector<double>> resampled;
+  std::vector<double> one;
   for (int b = 0; b < replicates; ++b)
-    if (auto v = estimate(&rng)) resampled.push_back(*v);
+    if (estimate(&rng, one)) resampled.push_back(one);
   if (resampled.size() < 2 || 2 * resampled.size() < size_t(replicates)) {
     out.why_not = cat("the test split's confusion matrix is singular in ",
                       replicates - int(resampled.size()), " of ", replicates, " resamples");
     return out;
   }
-  const double mean =
-      std::accumulate(resampled.begin(), resampled.end(), 0.0) / double(resampled.size());
-  double ss = 0;
-  for (double v : resampled) ss += (v - mean) * (v - mean);
-  const double se = std::sqrt(ss / double(resampled.size() - 1));
+  std::vector<std::vector<double>> totals;
+  for (const auto& r : resampled) totals.push_back({total(r)});
+  const double se = spread(totals)[0];
   // A near-singular confusion (few test samples of classes the model mixes up) makes a few
   // resamples explode; a spread wider than the training split itself says nothing.
   const double n = double(std::accumulate(class_size.begin(), class_size.end(), int64_t(0)));
@@ -132,8 +147,10 @@ ConfusionCount count_from_confusion(const ConfusionSamples& s,
     return out;
   }
   out.usable = true;
-  out.wrong = *point;
+  out.wrong = total(point);
   out.standard_error = se;
+  out.wrong_by_label = point;
+  out.standard_error_by_label = spread(resampled);
   return out;
 }
 
@@ -144,6 +161,14 @@ bool labels_follow_model(const ConfusionCount& c) {
 std::optional<int64_t> confusion_cap(const ConfusionCount& c) {
   if (!c.usable || c.wrong - kConfusionZ * c.standard_error <= 0) return std::nullopt;
   return int64_t(std::ceil(c.wrong + kConfusionZ * c.standard_error));
+}
+
+std::optional<int64_t> label_confusion_cap(const ConfusionCount& c, int32_t label) {
+  if (!c.usable || label < 0 || size_t(label) >= c.wrong_by_label.size()) return std::nullopt;
+  const double wrong = c.wrong_by_label[size_t(label)];
+  const double se = c.standard_error_by_label[size_t(label)];
+  if (wrong - kConfusionZ * se <= 0) return std::nullopt;
+  return int64_t(std::ceil(wrong + kConfusionZ * se));
 }
 
 }  // namespace sieve::cluster

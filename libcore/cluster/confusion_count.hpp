@@ -41,6 +41,8 @@ struct ConfusionCount {
   std::string why_not;        // where not usable: one clause for the log
   double wrong = 0;           // estimated wrong labels in the training split (may be < 0)
   double standard_error = 0;  // bootstrap, both splits resampled within each class
+  // The same per given label (what the total sums), with their own bootstrap standard errors.
+  std::vector<double> wrong_by_label, standard_error_by_label;
   int64_t heldout = 0, test = 0;
 };
 
@@ -60,6 +62,12 @@ ConfusionCount count_from_confusion(const ConfusionSamples& s,
 // follows the model's confusions, or test labels as noisy as the training ones, which it
 // cannot tell apart) or where the estimate is not usable.
 std::optional<int64_t> confusion_cap(const ConfusionCount& c);
+
+// The same bound for the samples given one label: its estimate plus two of its standard errors,
+// where plainly above zero. A label's held-out samples are a tenth of its own, so its interval is
+// wide; it bounds only a class whose count would otherwise pass filter.max_flagged
+// (program.cpp, bound_classes_over_max_flagged).
+std::optional<int64_t> label_confusion_cap(const ConfusionCount& c, int32_t label);
 
 // Whether the held-out samples agree with their given labels plainly more often than the test
 // samples with their clean ones: the estimate more than two standard errors below zero, which

@@ -40,8 +40,10 @@ void add_filter_keys(ConfigSchema& s) {
   s.add_bool("filter.test_bound", true,
              "cap the number the consensus and dynamics detectors flag where the early model's "
              "confusion on the test split (its labels taken as clean) plainly puts fewer labels "
-             "wrong: at that estimate plus two standard errors (cluster/confusion_count.hpp); "
-             "false where the test labels are no cleaner than the training ones");
+             "wrong: at that estimate plus two standard errors (cluster/confusion_count.hpp), "
+             "and a class whose count would pass filter.max_flagged at its own label's "
+             "estimate plus two of its standard errors where that is under the limit; false "
+             "where the test labels are no cleaner than the training ones");
   s.add_bool("filter.compare", true,
              "where the dataset has /train/noise_truth, also run the other detectors (dbscan, "
              "knn, confident) and score each against it (precision, recall, F1, PR curve)");

@@ -118,6 +118,9 @@ struct FilterInfo {
   // NaN: not estimated) and the cap it put on the calibrated decisions (-1: none).
   double test_split_wrong = kNaN, test_split_standard_error = kNaN;
   int64_t test_split_cap = -1;
+  // Per class, where its label's own estimate kept it under filter.max_flagged, the count it
+  // was bounded at (-1 for the others); empty: none was.
+  std::vector<int64_t> test_split_class_cap;
   bool test_split_follows_model = false;  // confusion_count.hpp, labels_follow_model
   std::string probs_source;       // in_sample / out_of_fold ("" before cross-fitting)
   std::string label_issues;       // label_issues.csv beside the filter file ("" if absent)

@@ -29,6 +29,23 @@ std::string method_words(const FilterInfo& f) {
   return f.method == "dbscan" ? "t-SNE + DBSCAN per class (the paper's method)" : f.method;
 }
 
+// The classes the test split's count of their own label kept under filter.max_flagged, in one
+// sentence ("" where none was).
+std::string class_bounds_sentence(const SectionContext& c, const FilterInfo& f) {
+  std::string list;
+  size_t listed = 0;
+  for (size_t k = 0; k < f.test_split_class_cap.size(); ++k) {
+    if (f.test_split_class_cap[k] < 0) continue;
+    list += cat(listed++ ? ", " : "", class_name(c.data, int64_t(k)), " at ",
+                f.test_split_class_cap[k]);
+  }
+  if (listed == 0) return "";
+  return cat(" Its count per given label bounded ", list,
+             ": the confident joint and the knn vote counted more than filter.max_flagged "
+             "allows there, its own estimate plus two standard errors is under that limit, "
+             "and the run went on.");
+}
+
 // The confident joint's estimate of wrong labels and what the calibrated decisions flag,
 // beside the truth where there is one. Written with or without a truth: on real data, where
 // no truth exists, it is the only figure of how noisy the labels are.
@@ -64,7 +81,8 @@ void noise_estimate_paragraph(SectionContext& c, const FilterInfo& f) {
             ? cat("The calibrated decisions flag at most that estimate plus two standard errors, ",
                   f.test_split_cap, " (filter.test_bound).")
             : std::string("It bounds the count only where it is plainly above zero and below "
-                          "the count.")));
+                          "the count."),
+        class_bounds_sentence(c, f)));
   if (f.test_split_follows_model && f.noise_rate_given == 0)
     c.doc.paragraph(
         "**Caution: the wrong labels may be far more than flagged.** The held-out samples agree "

@@ -216,6 +216,18 @@ TEST(ClusterCalibrate, TopOverallKeepsAClassUnderTheShareItsCountDidNotPass) {
     EXPECT_EQ(flag_top_overall(score, labels.data(), c.counts, c.max_share), c.flag) << c.why;
 }
 
+// A class limit binds even the score: class 0, limited to 1, gives the rest to class 1; -1
+// leaves a class as the share allows; a limit for every class or none.
+TEST(ClusterCalibrate, TopOverallKeepsAClassWithinItsLimit) {
+  const std::vector<float> score = {0.9f, 0.8f, 0.7f, 0.6f, 0.1f, 0.5f, 0.4f, 0.3f};
+  const std::vector<int32_t> labels = {0, 0, 0, 0, 1, 1, 1, 1};
+  EXPECT_EQ(flag_top_overall(score, labels.data(), {1, 3}, 0.5, {1, -1}),
+            (std::vector<uint8_t>{1, 0, 0, 0, 0, 1, 1, 1}));
+  EXPECT_EQ(flag_top_overall(score, labels.data(), {1, 3}, 0.5, {-1, -1}),
+            flag_top_overall(score, labels.data(), {1, 3}, 0.5));
+  EXPECT_THROW(flag_top_overall(score, labels.data(), {1, 3}, 0.5, {1}), Error);
+}
+
 TEST(ClusterCalibrate, CombinedCountsTakeTheLargerPerClass) {
   // Class 0: the estimate says 2, the vote flags 1 -> 2. Class 1: the estimate says 0 (the
   // outliers it cannot place), the vote flags 2 -> 2. Class 2: neither -> 0.

@@ -52,6 +52,16 @@ TEST(ClusterConfusion, ExactWhereTheHeldOutCountsAreTheExpectedMixtures) {
   EXPECT_GT(c.standard_error, 0.0);
   // The held-out share scales to each class's training size: twice the samples, twice the count.
   EXPECT_NEAR(count_from_confusion(three_classes(1), {2000, 2000, 2000}, 7).wrong, 600.0, 1e-6);
+  // Per given label: 200 of label 0's, none of label 1's and 100 of label 2's are wrong, each
+  // with its own spread, and they sum to the total.
+  ASSERT_EQ(c.wrong_by_label.size(), 3u);
+  ASSERT_EQ(c.standard_error_by_label.size(), 3u);
+  EXPECT_NEAR(c.wrong_by_label[0], 200.0, 1e-6);
+  EXPECT_NEAR(c.wrong_by_label[1], 0.0, 1e-6);
+  EXPECT_NEAR(c.wrong_by_label[2], 100.0, 1e-6);
+  for (double se : c.standard_error_by_label) EXPECT_GT(se, 0.0);
+  // One label's spread is less than the total's: the others add theirs.
+  EXPECT_LT(c.standard_error_by_label[0], c.standard_error);
 }
 
 TEST(ClusterConfusion, StandardErrorHalvesWithFourTimesTheSamplesAndFollowsTheSeed) {
@@ -87,10 +97,27 @@ TEST(ClusterConfusion, CapIsEstimatePlusTwoStandardErrorsOnlyWherePlainlyAboveZe
   EXPECT_FALSE(confusion_cap(c).has_value());
 }
 
+TEST(ClusterConfusion, LabelCapIsItsEstimatePlusTwoOfItsStandardErrorsWherePlainlyAboveZero) {
+  ConfusionCount c;
+  c.usable = true;
+  c.wrong_by_label = {100, 10, -40};
+  c.standard_error_by_label = {10, 10, 5};
+  ASSERT_TRUE(label_confusion_cap(c, 0).has_value());
+  EXPECT_EQ(*label_confusion_cap(c, 0), 120);
+  EXPECT_FALSE(label_confusion_cap(c, 1).has_value());  // 10 - 2 * 10 < 0: no shift seen
+  EXPECT_FALSE(label_confusion_cap(c, 2).has_value());  // below zero
+  EXPECT_FALSE(label_confusion_cap(c, 3).has_value());  // no such label
+  EXPECT_FALSE(label_confusion_cap(c, -1).has_value());
+  c.usable = false;
+  EXPECT_FALSE(label_confusion_cap(c, 0).has_value());
+}
+
 // A weak model (it confuses classes 2k and 2k+1 a fifth of the time: its errors are four
 // times the 5 % symmetric noise) on 60,000 training samples, a tenth held out, and 10,000 test
-// samples; returns the estimate and the true number of wrong labels.
-std::pair<ConfusionCount, int64_t> weak_model_symmetric_noise(uint64_t seed) {
+// samples; returns the estimate and the true number of wrong labels (per given label into
+// `wrong_by_label` where given).
+std::pair<ConfusionCount, int64_t> weak_model_symmetric_noise(
+    uint64_t seed, std::vector<int64_t>* wrong_by_label = nullptr) {
   const int k = 10, per_class_train = 6000, per_class_test = 1000;
   std::mt19937_64 rng(seed);
   std::uniform_real_distribution<double> u(0.0, 1.0);
@@ -104,7 +131,7 @@ std::pair<ConfusionCount, int64_t> weak_model_symmetric_noise(uint64_t seed) {
   s.classes = k;
   for (int y = 0; y < k; ++y)
     for (int i = 0; i < per_class_test; ++i) add(s.test_label, s.test_predicted, y, predict(y), 1);
-  std::vector<int64_t> size(k, 0);
+  std::vector<int64_t> size(k, 0), wrong_of(k, 0);
   int64_t wrong = 0;
   for (int y = 0; y < k; ++y)
     for (int i = 0; i < per_class_train; ++i) {
@@ -115,8 +142,10 @@ std::pair<ConfusionCount, int64_t> weak_model_symmetric_noise(uint64_t seed) {
       }
       ++size[size_t(given)];
       wrong += given != y;
+      wrong_of[size_t(given)] += given != y;
       if (u(rng) < 0.1) add(s.heldout_label, s.heldout_predicted, given, predict(y), 1);
     }
+  if (wrong_by_label) *wrong_by_label = wrong_of;
   return {count_from_confusion(s, size, seed + 100), wrong};
 }
 
@@ -133,17 +162,27 @@ TEST(ClusterConfusion, WeakModelAndSymmetricNoiseSimulated) {
 // The bootstrap standard error is the spread the estimate has over fresh draws of both splits:
 // over 30 simulations the root mean square of (estimate - truth) / standard error is about 1.
 TEST(ClusterConfusion, StandardErrorMatchesTheSpreadOverSimulations) {
-  double sum_z2 = 0;
+  double sum_z2 = 0, sum_label_z2 = 0;
   const int runs = 30;
   for (int seed = 0; seed < runs; ++seed) {
-    const auto [c, wrong] = weak_model_symmetric_noise(uint64_t(seed));
+    std::vector<int64_t> wrong_by_label;
+    const auto [c, wrong] = weak_model_symmetric_noise(uint64_t(seed), &wrong_by_label);
     ASSERT_TRUE(c.usable) << c.why_not;
     const double z = (c.wrong - double(wrong)) / c.standard_error;
     sum_z2 += z * z;
+    // And so is each label's own (its held-out samples: about 600 of its 6,000).
+    for (size_t l = 0; l < wrong_by_label.size(); ++l) {
+      const double zl =
+          (c.wrong_by_label[l] - double(wrong_by_label[l])) / c.standard_error_by_label[l];
+      sum_label_z2 += zl * zl;
+    }
   }
   const double rms = std::sqrt(sum_z2 / runs);
   EXPECT_GT(rms, 0.6);
   EXPECT_LT(rms, 1.5);
+  const double label_rms = std::sqrt(sum_label_z2 / (runs * 10));
+  EXPECT_GT(label_rms, 0.7);
+  EXPECT_LT(label_rms, 1.3);
 }
 
 // Noise that follows the model's confusions: a training sample the model would take for

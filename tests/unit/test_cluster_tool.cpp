@@ -5,8 +5,9 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
-#include <iostream>
 #include <fstream>
+#include <functional>
+#include <iostream>
 #include <map>
 #include <random>
 #include <sstream>
@@ -109,16 +110,17 @@ int run(const std::string& args, std::string* out = nullptr, int ranks = 0) {
 // emb.h5 (the 2-D embedding) and data.h5 (the truth), all joined on sample id.
 // Features: class directions in 6-D; the background rows sit in another class's direction
 // (as a mislabelled image would), and the probabilities say so too. nan_row >= 0 puts a
-// NaN into that row of the features file. `mistaken` (where given) marks clean samples the
-// model takes for the next class all the same (its own mistakes).
+// NaN into that row of the features file. `elsewhere` (where given) marks the rows the model
+// takes for the next class in place of the noisy ones: with clean rows, its own mistakes; without
+// a noisy row, one it fitted under its wrong label.
 void write_compare_inputs(const std::string& dir, const Synthetic& s, int64_t nan_row = -1,
-                          const std::vector<uint8_t>* mistaken = nullptr) {
+                          const std::vector<uint8_t>* elsewhere_rows = nullptr) {
   const int F = 6, C = 3;
   std::mt19937_64 rng(11);
   std::normal_distribution<float> N(0, 0.1f);
   std::vector<float> feats, probs;
   for (size_t i = 0; i < s.labels.size(); ++i) {
-    const bool elsewhere = s.noise[i] || (mistaken && (*mistaken)[i]);
+    const bool elsewhere = elsewhere_rows ? (*elsewhere_rows)[i] != 0 : s.noise[i] != 0;
     const int looks_like = elsewhere ? (s.labels[i] + 1) % C : s.labels[i];
     for (int j = 0; j < F; ++j) feats.push_back((j == looks_like ? 1.0f : 0.0f) + N(rng));
     for (int j = 0; j < C; ++j) probs.push_back(j == looks_like ? 0.8f : 0.1f);
@@ -147,6 +149,24 @@ void write_compare_inputs(const std::string& dir, const Synthetic& s, int64_t na
 // with their probabilities, and the dataset as the truth.
 std::string compare_inputs(const std::string& dir) {
   return "--input " + dir + "/emb.h5 --features " + dir + "/feat.h5 --truth " + dir + "/data.h5";
+}
+
+// A test split in the features file at `path`: per_class samples of each class, labelled with
+// it (clean), the model's prediction for sample j of class c given by predicted(c, j).
+void write_test_predictions(const std::string& path, int classes, int per_class,
+                            const std::function<int(int, int)>& predicted) {
+  std::vector<int32_t> test_labels;
+  std::vector<float> test_probs;
+  for (int c = 0; c < classes; ++c)
+    for (int j = 0; j < per_class; ++j) {
+      const int p = predicted(c, j);
+      test_labels.push_back(c);
+      for (int k = 0; k < classes; ++k) test_probs.push_back(k == p ? 0.8f : 0.1f);
+    }
+  h5::File f = h5::File::open_rw(path);
+  if (!f.exists("/test")) f.create_group("/test");
+  put(f, "/test/labels", test_labels, {test_labels.size()});
+  put(f, "/test/probs", test_probs, {test_labels.size(), hsize_t(classes)});
 }
 
 }  // namespace
@@ -700,14 +720,15 @@ TEST(ClusterFilterTool, TestSplitCapsTheCountWhereTheModelsOwnMistakesInflateIt)
   std::string dir = test::scratch_dir("cluster_tool_test_split");
   Synthetic s = make_synthetic(3, 1200, 4);  // flips: every 20th sample of a class (180)
   const size_t n = s.ids.size();
-  std::vector<uint8_t> mistaken(n), held(n);
+  std::vector<uint8_t> elsewhere(n), held(n);
   std::vector<float> margin(n);
   for (size_t i = 0; i < n; ++i) {
-    mistaken[i] = !s.noise[i] && s.labels[i] < 2 && i % 3 == 1;
+    const bool mistaken = !s.noise[i] && s.labels[i] < 2 && i % 3 == 1;
+    elsewhere[i] = s.noise[i] || mistaken;
     held[i] = (i / 3) % 3 == 0;  // a third, every residue of i % 3 among them
-    margin[i] = s.noise[i] || mistaken[i] ? -1.0f : 1.0f;
+    margin[i] = elsewhere[i] ? -1.0f : 1.0f;
   }
-  write_compare_inputs(dir, s, -1, &mistaken);
+  write_compare_inputs(dir, s, -1, &elsewhere);
   write_dynamics(dir + "/dyn.h5", margin, 1, s.ids, s.labels, &held);
   const std::string args = compare_inputs(dir) + " --dynamics " + dir + "/dyn.h5 --output ";
   const std::string kCount = "test split's count:";
@@ -721,18 +742,8 @@ TEST(ClusterFilterTool, TestSplitCapsTheCountWhereTheModelsOwnMistakesInflateIt)
   // 1200 test samples a class, predicted as the clean training samples are (mistaken: every
   // mistaken-th sample of classes 0 and 1 taken for the next class).
   auto write_test_split = [&](const std::string& path, int mistaken_every) {
-    std::vector<int32_t> test_labels;
-    std::vector<float> test_probs;
-    for (int c = 0; c < 3; ++c)
-      for (int j = 0; j < 1200; ++j) {
-        const int predicted = c < 2 && j % mistaken_every == 1 ? c + 1 : c;
-        test_labels.push_back(c);
-        for (int k = 0; k < 3; ++k) test_probs.push_back(k == predicted ? 0.8f : 0.1f);
-      }
-    h5::File f = h5::File::open_rw(path);
-    if (!f.exists("/test")) f.create_group("/test");
-    put(f, "/test/labels", test_labels, {test_labels.size()});
-    put(f, "/test/probs", test_probs, {test_labels.size(), 3});
+    write_test_predictions(
+        path, 3, 1200, [&](int c, int j) { return c < 2 && j % mistaken_every == 1 ? c + 1 : c; });
   };
   fs::copy_file(dir + "/feat.h5", dir + "/feat_harder_test.h5");
   write_test_split(dir + "/feat.h5", 3);
@@ -780,6 +791,82 @@ TEST(ClusterFilterTool, TestSplitCapsTheCountWhereTheModelsOwnMistakesInflateIt)
   EXPECT_EQ(h.attr_int("/noise_estimate", "test_split_follows_model"), 1);
   EXPECT_EQ(h.attr_int("/noise_estimate", "test_split_cap"), -1);
   EXPECT_EQ(h.attr_int("/noise_estimate", "flag_total"), uncapped);
+}
+
+// filter.max_flagged and filter.test_bound: a model that takes half the clean samples of class 0
+// for class 1 makes the count of class 0 pass the limit (20 % of its labels are wrong, 60 %
+// counted), while it under-counts classes 1 and 2 (40 % wrong; only their held-out flips,
+// never trained, are placed elsewhere), so the total stays under the test split's and nothing
+// caps it. The test split, on which the model makes the same mistakes, bounds class 0 at its
+// own estimate plus two of its standard errors, and the run goes on; where the test split says
+// the model makes none (so the class's labels are as wrong as counted), or the key is off, the
+// refusal stands.
+TEST(ClusterFilterTool, TestSplitKeepsAClassUnderMaxFlaggedWhereItPlainlySaysFewerAreWrong) {
+  std::string dir = test::scratch_dir("cluster_tool_class_bound");
+  const int per_class = 1200;
+  Synthetic s = make_synthetic(3, per_class, 4);
+  const size_t n = s.ids.size();
+  std::vector<uint8_t> elsewhere(n), held(n);
+  std::vector<float> margin(n);
+  std::vector<int64_t> wrong_of(3, 0);
+  for (size_t i = 0; i < n; ++i) {
+    const int c = s.labels[i], j = int(i) % per_class;
+    s.noise[i] = c == 0 ? j % 10 < 2 : j % 5 < 2;
+    wrong_of[size_t(c)] += s.noise[i];
+    held[i] = (i / 3) % 3 == 0;
+    const bool mistaken = c == 0 && !s.noise[i] && j % 2 == 1;
+    elsewhere[i] = mistaken || (s.noise[i] && (c == 0 || held[i]));
+    margin[i] = elsewhere[i] ? -1.0f : 1.0f;
+  }
+  ASSERT_EQ(wrong_of, (std::vector<int64_t>{240, 480, 480}));
+  write_compare_inputs(dir, s, -1, &elsewhere);
+  write_dynamics(dir + "/dyn.h5", margin, 1, s.ids, s.labels, &held);
+  fs::copy_file(dir + "/feat.h5", dir + "/feat_no_mistakes.h5");
+  write_test_predictions(dir + "/feat.h5", 3, per_class,
+                         [](int c, int j) { return c == 0 && j % 2 == 1 ? 1 : c; });
+  const std::string args = compare_inputs(dir) + " --dynamics " + dir + "/dyn.h5 --output ";
+  const std::string kBound = "the test split's count for its label is";
+  std::string log;
+  ASSERT_EQ(run(args + dir + "/bounded.h5", &log), 0) << log;
+  const size_t at = log.find(kBound);
+  ASSERT_NE(at, std::string::npos) << log;
+  EXPECT_EQ(log.find(kBound, at + 1), std::string::npos) << log;  // class 0 only, once
+  EXPECT_NE(log.find("class 0"), std::string::npos) << log;
+  h5::File f = h5::File::open(dir + "/bounded.h5");
+  EXPECT_EQ(f.attr_int("/noise_estimate", "test_split_cap"), -1);  // the total was not capped
+  const auto wrong = f.read_all<double>("/noise_estimate/test_split_wrong_by_label");
+  const auto se = f.read_all<double>("/noise_estimate/test_split_standard_error_by_label");
+  ASSERT_EQ(wrong.size(), 3u);
+  ASSERT_EQ(se.size(), 3u);
+  for (size_t c = 0; c < 3; ++c) EXPECT_NEAR(wrong[c], double(wrong_of[c]), 3.0 * se[c]) << c;
+  const auto bound = f.read_all<int64_t>("/noise_estimate/test_split_class_cap");
+  const auto counts = f.read_all<int64_t>("/noise_estimate/flag_counts");
+  ASSERT_EQ(bound.size(), 3u);
+  EXPECT_EQ(bound[0], int64_t(std::ceil(wrong[0] + 2.0 * se[0])));
+  EXPECT_LE(bound[0], per_class / 2);
+  EXPECT_EQ(counts[0], bound[0]);
+  EXPECT_EQ(bound[1], -1);
+  EXPECT_EQ(bound[2], -1);
+  // The decision flags that many of class 0: within the limit.
+  const auto labels = f.read_all<int32_t>("/labels");
+  const auto keep = f.read_all<uint8_t>("/keep");
+  int64_t flagged0 = 0;
+  for (size_t i = 0; i < labels.size(); ++i) flagged0 += labels[i] == 0 && !keep[i];
+  EXPECT_EQ(flagged0, counts[0]);
+  // The key off: class 0's count stands, and the run is refused.
+  ASSERT_EQ(run(args + dir + "/off.h5 --set filter.test_bound=false", &log), 2) << log;
+  EXPECT_NE(log.find("filter.max_flagged"), std::string::npos) << log;
+  EXPECT_FALSE(fs::exists(dir + "/off.h5"));
+  // A test split the model gets right: the held-out samples of class 0 it misplaces are then
+  // wrong labels as far as the test split can tell, more than the limit, so the refusal stands.
+  write_test_predictions(dir + "/feat_no_mistakes.h5", 3, per_class, [](int c, int) { return c; });
+  std::string agreed = args;
+  agreed.replace(agreed.find(dir + "/feat.h5"), (dir + "/feat.h5").size(),
+                 dir + "/feat_no_mistakes.h5");
+  ASSERT_EQ(run(agreed + dir + "/agreed.h5", &log), 2) << log;
+  EXPECT_EQ(log.find(kBound), std::string::npos) << log;
+  EXPECT_NE(log.find("filter.max_flagged"), std::string::npos) << log;
+  EXPECT_FALSE(fs::exists(dir + "/agreed.h5"));
 }
 
 // filter.max_flagged: a detector that would flag most of a class is refused in one line

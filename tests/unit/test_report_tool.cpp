@@ -411,6 +411,20 @@ TEST(ReportTool, NoiseEstimateIsShownWithoutScoredDetectors) {
             std::string::npos)
       << md;
   EXPECT_EQ(md.find("Caution"), std::string::npos) << md;
+  EXPECT_EQ(md.find("Its count per given label bounded"), std::string::npos) << md;
+  // A class its own label's count kept under filter.max_flagged is named with its bound (the
+  // other class's -1: not bounded).
+  {
+    auto f = h5::File::open_rw(dir + "/filter.h5");
+    f.write_small<int64_t>("/noise_estimate/test_split_class_cap", {3}, {-1, 7, -1});
+  }
+  ASSERT_EQ(run_report(dir, "--overwrite", &out), 0) << out;
+  md = slurp(dir + "/report/index.md");
+  EXPECT_NE(md.find("Its count per given label bounded dog at 7: the confident joint and the knn "
+                    "vote counted more than filter.max_flagged allows there"),
+            std::string::npos)
+      << md;
+  EXPECT_EQ(md.find(" at -1"), std::string::npos) << md;
   {
     auto f = h5::File::open_rw(dir + "/filter.h5");
     f.set_attr("/noise_estimate", "test_split_wrong", -30.0);  // plainly below zero
