@@ -853,6 +853,14 @@ TEST(ClusterFilterTool, TestSplitKeepsAClassUnderMaxFlaggedWhereItPlainlySaysFew
   int64_t flagged0 = 0;
   for (size_t i = 0; i < labels.size(); ++i) flagged0 += labels[i] == 0 && !keep[i];
   EXPECT_EQ(flagged0, counts[0]);
+  // Two ranks, each holding a block of rows: the same bound and the same flags.
+  ASSERT_EQ(run(args + dir + "/two.h5", &log, 2), 0) << log;
+  h5::File two = h5::File::open(dir + "/two.h5");
+  EXPECT_EQ(two.read_all<int64_t>("/noise_estimate/test_split_class_cap"), bound);
+  EXPECT_EQ(two.read_all<uint8_t>("/keep"), keep);
+  const size_t said = log.find(kBound);
+  ASSERT_NE(said, std::string::npos) << log;
+  EXPECT_EQ(log.find(kBound, said + 1), std::string::npos) << log;  // once, not once a rank
   // The key off: class 0's count stands, and the run is refused.
   ASSERT_EQ(run(args + dir + "/off.h5 --set filter.test_bound=false", &log), 2) << log;
   EXPECT_NE(log.find("filter.max_flagged"), std::string::npos) << log;
