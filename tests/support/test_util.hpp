@@ -42,4 +42,16 @@ class ScopedUnsetEnv {
   std::optional<std::string> old_;
 };
 
+// For a test binary whose tests compare separately started runs bitwise: where the CPU has
+// bf16, `precision: auto` times each network in both dtypes (docs/engine.md, "precision: auto
+// per network"), and under the suite's load a near tie can go either way (a CI run on an AMX
+// Xeon trained the two runs of test_train_tools' SameConfigTwice... in different dtypes). So
+// the plain run takes auto's answer as fp32, unless SIEVE_PRECISION_AUTO already forces one;
+// set before any tool is started, it is inherited by each. The binary's auto_bf16 and
+// auto_fp32 runs (tests/CMakeLists.txt) check each dtype. Returns true, for a static.
+inline bool pin_precision_auto_unless_forced() {
+  setenv("SIEVE_PRECISION_AUTO", "fp32", /*overwrite=*/0);
+  return true;
+}
+
 }  // namespace sieve::test

@@ -24,6 +24,9 @@ namespace fs = std::filesystem;
 
 namespace {
 
+// Its tests compare separately started runs bitwise (test_util.hpp).
+const bool kAutoPinnedUnlessForced = test::pin_precision_auto_unless_forced();
+
 // 300 samples: 50 of class 0, 100 of class 1, 150 of class 2, ids 1000 + 3i.
 SplitData three_classes() {
   SplitData d;

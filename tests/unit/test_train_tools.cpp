@@ -3,7 +3,6 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
-#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 
@@ -19,16 +18,8 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// Every test here compares separately started runs bitwise. Where the CPU has bf16,
-// `precision: auto` times each network in both dtypes (docs/engine.md, "precision: auto per
-// network"), and under the suite's load a near tie can go either way: a CI run on an AMX Xeon
-// trained the two runs of SameConfigTwice... in different dtypes. So the plain run of this
-// binary takes auto's answer as fp32 (set before any tool is started, inherited by each); its
-// auto_bf16 and auto_fp32 runs (tests/CMakeLists.txt) check each dtype, repeatable.
-const bool kAutoPinnedUnlessForced = [] {
-  setenv("SIEVE_PRECISION_AUTO", "fp32", /*overwrite=*/0);
-  return true;
-}();
+// Every test here compares separately started runs bitwise (test_util.hpp).
+const bool kAutoPinnedUnlessForced = test::pin_precision_auto_unless_forced();
 
 // Tiny ResNet-18 (width 1/8: 8..64 channels) on 8x8 images, 64 samples, batch 16:
 // 4 steps per epoch, 3 epochs, checkpoint after every step.
