@@ -60,15 +60,20 @@ void wrong_by_label(const std::vector<double>& clean_weight, const std::vector<i
   }
 }
 
-// The sample standard deviation of v[r][c] over r, per c.
+// The sample standard deviation of v (at least two values).
+double sample_sd(const std::vector<double>& v) {
+  const double mean = std::accumulate(v.begin(), v.end(), 0.0) / double(v.size());
+  double ss = 0;
+  for (double x : v) ss += (x - mean) * (x - mean);
+  return std::sqrt(ss / double(v.size() - 1));
+}
+
+// The sample standard deviation of v[r][c] over the replicates r, per c.
 std::vector<double> spread(const std::vector<std::vector<double>>& v) {
-  std::vector<double> sd(v.empty() ? 0 : v[0].size(), 0.0);
+  std::vector<double> sd(v.empty() ? 0 : v[0].size()), column(v.size());
   for (size_t c = 0; c < sd.size(); ++c) {
-    double mean = 0, ss = 0;
-    for (const auto& r : v) mean += r[c];
-    mean /= double(v.size());
-    for (const auto& r : v) ss += (r[c] - mean) * (r[c] - mean);
-    sd[c] = std::sqrt(ss / double(v.size() - 1));
+    for (size_t r = 0; r < v.size(); ++r) column[r] = v[r][c];
+    sd[c] = sample_sd(column);
   }
   return sd;
 }
@@ -135,9 +140,9 @@ ConfusionCount count_from_confusion(const ConfusionSamples& s,
                       replicates - int(resampled.size()), " of ", replicates, " resamples");
     return out;
   }
-  std::vector<std::vector<double>> totals;
-  for (const auto& r : resampled) totals.push_back({total(r)});
-  const double se = spread(totals)[0];
+  std::vector<double> totals;
+  for (const auto& r : resampled) totals.push_back(total(r));
+  const double se = sample_sd(totals);
   // A near-singular confusion (few test samples of classes the model mixes up) makes a few
   // resamples explode; a spread wider than the training split itself says nothing.
   const double n = double(std::accumulate(class_size.begin(), class_size.end(), int64_t(0)));

@@ -362,7 +362,8 @@ void apply_confusion_cap(FilterRun& r) {
 // estimate plus two of its standard errors, under the limit. Why: the confident joint and the
 // vote count the model's own mistakes on the class's hard clean images with its flips, and a
 // small or hard class is where those are a large share of it (a long tail under symmetric
-// 20 %: Shirt counted 812 of 1,573 wrong where 518 were, so the run was refused). Where the
+// 20 %: the twenty-fourth session's default counted Shirt 812 of 1,573 wrong where 518 were,
+// and the run was refused; docs/detection.md). Where the
 // test split agrees that over the limit are wrong, or sees no shift, or the labels follow the
 // model's confusions (which it cannot see), the count stands and so does the refusal.
 void bound_classes_over_max_flagged(FilterRun& r) {
