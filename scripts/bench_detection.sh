@@ -393,6 +393,8 @@ if ne.get("test_split_cap", -1) >= 0:
     est = f"{est} (capped at {ne['test_split_cap']})"  # the test split's count (confusion_count.hpp)
 if ne.get("test_split_follows_model", 0):
     est = f"{est} (follows the model)"  # held-out samples agree with their labels more than test
+if ne.get("test_split_raise", -1) >= 0:
+    est = f"{est} (raised to {ne['test_split_raise']})"  # filter.follows_model_count
 chosen = f.attrs["method"]
 chosen = chosen.decode() if isinstance(chosen, bytes) else chosen
 for name in f["/detectors"]:

@@ -127,6 +127,25 @@ std::vector<int64_t> counts_for_rate(double rate, const std::vector<int64_t>& es
   return seen;
 }
 
+std::vector<int64_t> counts_raised_within_limit(int64_t total, const std::vector<int64_t>& counts,
+                                                const std::vector<int64_t>& class_size,
+                                                double max_share) {
+  SIEVE_ASSERT(counts.size() == class_size.size() && max_share >= 0 && max_share <= 1,
+               "counts_raised_within_limit: ", counts.size(), " counts for ", class_size.size(),
+               " classes, max_share ", max_share);
+  const int64_t counted = std::accumulate(counts.begin(), counts.end(), int64_t(0));
+  if (total <= counted) return counts;
+  std::vector<int64_t> room(counts.size());
+  for (size_t c = 0; c < counts.size(); ++c) {
+    const auto limit = int64_t(std::floor(max_share * double(class_size[c])));
+    room[c] = std::max<int64_t>(limit - std::max<int64_t>(counts[c], 0), 0);
+  }
+  const std::vector<int64_t> added = share_out(total - counted, class_size, room);
+  std::vector<int64_t> out = counts;
+  for (size_t c = 0; c < out.size(); ++c) out[c] += added[c];
+  return out;
+}
+
 std::vector<uint8_t> flag_top_overall(const std::vector<float>& score, const int32_t* labels,
                                       const std::vector<int64_t>& counts, double max_share,
                                       const std::vector<int64_t>& class_limit) {

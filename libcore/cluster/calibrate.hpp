@@ -80,6 +80,17 @@ std::vector<int64_t> combined_counts(const std::vector<int64_t>& estimate,
 std::vector<int64_t> counts_for_rate(double rate, const std::vector<int64_t>& estimated,
                                      const std::vector<int64_t>& class_size);
 
+// Per-class counts raised to `total` where the data's own count says the per-class counts are
+// too few (program.cpp: the test split's count below zero, labels that follow the model's
+// confusions): each class keeps its count and the rest is spread by class size (as
+// counts_for_rate spreads what the estimate could not see), but no class is taken by the raise
+// past floor(max_share * its size), so a raise never makes filter.max_flagged refuse a run its
+// own counts did not (the excess goes to the other classes; where none has room, less is
+// placed). A total at or under the counts' sum returns them unchanged.
+std::vector<int64_t> counts_raised_within_limit(int64_t total, const std::vector<int64_t>& counts,
+                                                const std::vector<int64_t>& class_size,
+                                                double max_share);
+
 // Flags the sum of counts samples with the highest score over all classes, labels in
 // [0, counts.size()) (ties go to the lower row, so the result is a pure function of the
 // inputs), where no class c takes more than the larger of counts[c] and floor(max_share * its

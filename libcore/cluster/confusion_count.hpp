@@ -19,7 +19,10 @@
 // flipped images look like their new class, so the model predicts the wrong label as often as
 // it errs on clean test images) and test labels as noisy as the training ones both leave no
 // shift between the two splits; the estimate is then near zero whatever the truth. So it only
-// ever lowers a count, and only where it sees a shift plainly above zero (confusion_cap).
+// lowers a count where it sees a shift plainly above zero (confusion_cap). Where the model
+// predicts the flips' given labels, the estimate goes plainly below zero instead
+// (labels_follow_model), and its magnitude is the count (program.cpp,
+// filter.follows_model_count).
 #pragma once
 #include <cstdint>
 #include <optional>
@@ -76,7 +79,9 @@ std::optional<int64_t> label_confusion_cap(const ConfusionCount& c, int32_t labe
 // is harder than the training data; either way no count from the model's beliefs sees those
 // wrong labels. On the stored runs (docs/detection.md, twenty-fourth session) it held on 10 of
 // the 22 with instance-dependent noise (every Fashion-MNIST one at 10 and 20 %, where the count
-// was 0.02-0.33x the truth) and on none of the 91 with other noise.
+// was 0.02-0.33x the truth) and on none of the 91 with other noise. Where it holds, the
+// estimate's magnitude below zero counts the flips the model follows (exactly, where it follows
+// all and errs nowhere else), which filter.follows_model_count flags.
 bool labels_follow_model(const ConfusionCount& c);
 
 }  // namespace sieve::cluster

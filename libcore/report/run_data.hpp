@@ -122,6 +122,9 @@ struct FilterInfo {
   // was bounded at (-1 for the others); empty: none was.
   std::vector<int64_t> test_split_class_cap;
   bool test_split_follows_model = false;  // confusion_count.hpp, labels_follow_model
+  // Where it was plainly below zero, the count its magnitude raised the decisions to
+  // (filter.follows_model_count; -1: none, or a file from before it).
+  int64_t test_split_raise = -1;
   std::string probs_source;       // in_sample / out_of_fold ("" before cross-fitting)
   std::string label_issues;       // label_issues.csv beside the filter file ("" if absent)
   std::vector<ClassRow> per_class;

@@ -259,6 +259,24 @@ TEST(ClusterCalibrate, CountsForAKnownRateKeepTheEstimateAndSpreadTheRest) {
   EXPECT_EQ(counts_for_rate(1.0, {1, 0}, {3, 4}), (std::vector<int64_t>{3, 4}));
 }
 
+// A raise of the counts to a total (the test split's count below zero): each class keeps its
+// count, the rest goes by class size, but never past floor(max_share * size), the excess to
+// the other classes; a total at or under the counts changes nothing.
+TEST(ClusterCalibrate, CountsRaisedWithinTheLimitKeepEachCountAndSpreadTheRestBySize) {
+  // 200 against 40 counted: 10 / 30 kept, the other 160 by size 1:3 -> 50 / 150.
+  EXPECT_EQ(counts_raised_within_limit(200, {10, 30}, {250, 750}, 0.5),
+            (std::vector<int64_t>{50, 150}));
+  // Class 0 may hold 5 of its 10 at max_share 0.5: 8 counted already, so it takes none and the
+  // 40 more go to class 1 (limit 45): 8 / 40. Not 10 / 38 as a known rate would give, which
+  // takes class 0 past the limit and would have the run refused.
+  EXPECT_EQ(counts_raised_within_limit(48, {8, 0}, {10, 90}, 0.5), (std::vector<int64_t>{8, 40}));
+  // Every class full: what fits is placed (5 + 5), not the 15 asked.
+  EXPECT_EQ(counts_raised_within_limit(15, {1, 2}, {10, 10}, 0.5), (std::vector<int64_t>{5, 5}));
+  // At or under the counts' sum: unchanged (never lowered; a count over the limit stays).
+  EXPECT_EQ(counts_raised_within_limit(3, {4, 1}, {10, 10}, 0.5), (std::vector<int64_t>{4, 1}));
+  EXPECT_EQ(counts_raised_within_limit(9, {7, 1}, {10, 10}, 0.5), (std::vector<int64_t>{7, 2}));
+}
+
 TEST(ClusterCalibrate, RankAverageWithTiesAndMissingScores) {
   const std::vector<float> a = {1, 2, 2, 4};  // ranks 1, 2.5, 2.5, 4 of 4
   const float nan = std::nanf("");

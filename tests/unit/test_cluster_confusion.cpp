@@ -200,22 +200,55 @@ TEST(ClusterConfusion, LabelsThatFollowTheModelsConfusionsGiveAnEstimateBelowZer
   for (int y = 0; y < k; ++y)
     for (int i = 0; i < 1000; ++i) add(s.test_label, s.test_predicted, y, predict(y), 1);
   std::vector<int64_t> size(k, 0);
+  int flips = 0;
   for (int y = 0; y < k; ++y)
     for (int i = 0; i < 6000; ++i) {
       const int p = predict(y);
       const int given = p != y && u(rng) < 0.5 ? p : y;
+      flips += given != y;
       ++size[size_t(given)];
       if (i % 10 == 0) add(s.heldout_label, s.heldout_predicted, given, p, 1);
     }
   const ConfusionCount c = count_from_confusion(s, size, 2);
   ASSERT_TRUE(c.usable) << c.why_not;
   EXPECT_LT(c.wrong + 2.0 * c.standard_error, 0.0);
+  // Its magnitude (what filter.follows_model_count flags) over-counts here: the estimator also
+  // undoes the model's own errors, 1 / (1 - 2 x 0.15) = 1.43x the flips in expectation
+  // (docs/detection.md quotes it).
+  EXPECT_NEAR(-c.wrong / double(flips), 1.43, 3.0 * c.standard_error / double(flips));
   EXPECT_TRUE(labels_follow_model(c));
   EXPECT_FALSE(confusion_cap(c).has_value());
   EXPECT_FALSE(labels_follow_model(weak_model_symmetric_noise(3).first));
   ConfusionCount unusable = c;
   unusable.usable = false;
   EXPECT_FALSE(labels_follow_model(unusable));
+}
+
+// The magnitude below zero where the model follows every flip and errs nowhere else: class 0's
+// 1,000 training samples include 200 that look like class 1 and carry label 1, and the model
+// predicts 1 for them; on the clean test split it predicts 1 for the same share of class 0
+// (test confusion [80 20 0; 0 100 0; 0 0 100] per 100). The held-out tenth: label 0, 80
+// predicted 0; label 1, 120 predicted 1 (100 of class 1, 20 flips); label 2, 100 predicted 2.
+// Label 0 then counts -200 (its held-out samples agree with it more than class 0's test
+// samples do), the others none: as many below zero as there are flips, the count
+// filter.follows_model_count flags (program.cpp).
+TEST(ClusterConfusion, WhereTheModelFollowsEveryFlipTheCountBelowZeroIsTheFlips) {
+  ConfusionSamples s;
+  s.classes = 3;
+  add(s.test_label, s.test_predicted, 0, 0, 80);
+  add(s.test_label, s.test_predicted, 0, 1, 20);
+  add(s.test_label, s.test_predicted, 1, 1, 100);
+  add(s.test_label, s.test_predicted, 2, 2, 100);
+  add(s.heldout_label, s.heldout_predicted, 0, 0, 80);
+  add(s.heldout_label, s.heldout_predicted, 1, 1, 120);
+  add(s.heldout_label, s.heldout_predicted, 2, 2, 100);
+  const ConfusionCount c = count_from_confusion(s, {800, 1200, 1000}, 4);
+  ASSERT_TRUE(c.usable) << c.why_not;
+  EXPECT_NEAR(c.wrong, -200.0, 1e-6);
+  ASSERT_EQ(c.wrong_by_label.size(), 3u);
+  EXPECT_NEAR(c.wrong_by_label[0], -200.0, 1e-6);
+  EXPECT_NEAR(c.wrong_by_label[1], 0.0, 1e-6);
+  EXPECT_NEAR(c.wrong_by_label[2], 0.0, 1e-6);
 }
 
 // No noise: held-out predictions drawn as the test ones, so no shift and no cap.

@@ -776,7 +776,9 @@ TEST(ClusterFilterTool, TestSplitCapsTheCountWhereTheModelsOwnMistakesInflateIt)
   EXPECT_EQ(f.attr_int("/noise_estimate", "test_split_follows_model"), 0);
   // A test split the model errs on twice as often (every other sample of classes 0 and 1): the
   // held-out samples agree with their labels more than the test ones with theirs, so nothing
-  // is capped and one caution says the count may be far too low.
+  // is capped and one caution says so. Its count below zero (about 630) is under the 940 the
+  // joint and the vote count, so nothing is raised either (filter.follows_model_count only
+  // raises; LabelsThatFollowTheModelAreCountedByTheTestSplitBelowZero has the raise).
   write_test_split(dir + "/feat_harder_test.h5", 2);
   std::string harder = args;
   harder.replace(harder.find(dir + "/feat.h5"), (dir + "/feat.h5").size(),
@@ -787,10 +789,69 @@ TEST(ClusterFilterTool, TestSplitCapsTheCountWhereTheModelsOwnMistakesInflateIt)
   ASSERT_NE(said, std::string::npos) << log;
   EXPECT_EQ(log.find(kFollows, said + 1), std::string::npos) << log;
   EXPECT_EQ(log.find("caution: the early model misses"), std::string::npos) << log;
+  EXPECT_NE(log.find("may be far fewer than the wrong labels"), std::string::npos) << log;
   h5::File h = h5::File::open(dir + "/harder.h5");
   EXPECT_EQ(h.attr_int("/noise_estimate", "test_split_follows_model"), 1);
   EXPECT_EQ(h.attr_int("/noise_estimate", "test_split_cap"), -1);
+  EXPECT_LT(-h.attr_double("/noise_estimate", "test_split_wrong"), double(uncapped));
+  EXPECT_EQ(h.attr_int("/noise_estimate", "test_split_raise"), -1);
   EXPECT_EQ(h.attr_int("/noise_estimate", "flag_total"), uncapped);
+}
+
+// filter.follows_model_count: a fifth of class 0 looks like class 1 and carries label 1, and
+// the model follows them (its probabilities and features say class 1, as the label does), so
+// the confident joint and the knn vote count none; only the training dynamics (a low margin
+// through training) tell them apart. On the clean test split the model takes the same fifth
+// of class 0 for class 1, so the held-out samples of label 0 agree with it more than class 0's
+// test samples do: the test split's count is 240 below zero, exactly the flips
+// (test_cluster_confusion), and the decisions flag that many, on one rank and two alike. Off,
+// or with a known rate, the count stands.
+TEST(ClusterFilterTool, LabelsThatFollowTheModelAreCountedByTheTestSplitBelowZero) {
+  std::string dir = test::scratch_dir("cluster_tool_follows_model");
+  Synthetic s = make_synthetic(3, 1200, 6);
+  const size_t n = s.ids.size();
+  std::vector<uint8_t> elsewhere(n, 0), held(n);
+  std::vector<float> margin(n);
+  for (size_t i = 0; i < n; ++i) {
+    s.noise[i] = s.labels[i] == 0 && i % 5 == 2;  // 240 flips, the truth
+    if (s.noise[i]) s.labels[i] = 1;
+    held[i] = (i / 3) % 3 == 0;
+    margin[i] = s.noise[i] ? -1.0f : 1.0f;
+  }
+  write_compare_inputs(dir, s, -1, &elsewhere);  // every row looks like its given label
+  write_dynamics(dir + "/dyn.h5", margin, 1, s.ids, s.labels, &held);
+  write_test_predictions(dir + "/feat.h5", 3, 1200,
+                         [](int c, int j) { return c == 0 && j % 5 == 2 ? 1 : c; });
+  const std::string args = compare_inputs(dir) + " --dynamics " + dir + "/dyn.h5 --output ";
+  std::string log;
+  ASSERT_EQ(run(args + dir + "/raised.h5", &log), 0) << log;
+  const std::string kRaised = "as many as the test split's count is below zero";
+  const size_t at = log.find(kRaised);
+  ASSERT_NE(at, std::string::npos) << log;
+  EXPECT_EQ(log.find(kRaised, at + 1), std::string::npos) << log;  // once
+  h5::File f = h5::File::open(dir + "/raised.h5");
+  EXPECT_EQ(f.attr_int("/noise_estimate", "test_split_follows_model"), 1);
+  EXPECT_NEAR(f.attr_double("/noise_estimate", "test_split_wrong"), -240.0, 1e-6);
+  EXPECT_LT(f.attr_int("/noise_estimate", "total"), 24);  // the joint sees a tenth at most
+  EXPECT_EQ(f.attr_int("/noise_estimate", "test_split_raise"), 240);
+  EXPECT_EQ(f.attr_int("/noise_estimate", "flag_total"), 240);
+  EXPECT_EQ(f.attr_int("/detectors/consensus", "flagged"), 240);
+  const double recall = f.attr_double("/detectors/consensus", "recall");
+  ASSERT_EQ(run(args + dir + "/two.h5", &log, 2), 0) << log;
+  h5::File two = h5::File::open(dir + "/two.h5");
+  EXPECT_EQ(two.attr_int("/noise_estimate", "test_split_raise"), 240);
+  EXPECT_EQ(two.attr_double("/detectors/consensus", "recall"), recall);
+  ASSERT_EQ(run(args + dir + "/kept.h5 --set filter.follows_model_count=false", &log), 0) << log;
+  EXPECT_EQ(log.find(kRaised), std::string::npos) << log;
+  h5::File kept = h5::File::open(dir + "/kept.h5");
+  EXPECT_EQ(kept.attr_int("/noise_estimate", "test_split_raise"), -1);
+  EXPECT_LT(kept.attr_int("/noise_estimate", "flag_total"), 240);
+  // The dynamics rank the flips first, so the raise finds more of them than the joint's count.
+  EXPECT_GT(recall, kept.attr_double("/detectors/consensus", "recall"));
+  ASSERT_EQ(run(args + dir + "/rate.h5 --set filter.noise_rate=0.05", &log), 0) << log;
+  h5::File rate = h5::File::open(dir + "/rate.h5");
+  EXPECT_EQ(rate.attr_int("/noise_estimate", "test_split_raise"), -1);
+  EXPECT_EQ(rate.attr_int("/noise_estimate", "flag_total"), 180);
 }
 
 // filter.max_flagged and filter.test_bound: a model that takes half the clean samples of class 0

@@ -437,8 +437,30 @@ TEST(ReportTool, NoiseEstimateIsShownWithoutScoredDetectors) {
             std::string::npos)
       << md;
   EXPECT_EQ(md.find("**Caution: this count may be far off.**"), std::string::npos) << md;
+  // Where its magnitude raised the count (filter.follows_model_count), the caution says what
+  // the count rests on and what it flags in the harder-test-split case.
   {
     auto f = h5::File::open_rw(dir + "/filter.h5");
+    f.set_attr("/noise_estimate", "test_split_raise", int64_t(30));
+    f.set_attr("/noise_estimate", "flag_total", int64_t(30));
+  }
+  ASSERT_EQ(run_report(dir, "--overwrite", &out), 0) << out;
+  md = slurp(dir + "/report/index.md");
+  EXPECT_NE(md.find("the calibrated decisions flag 30 (raised to the test split's count below "
+                    "zero, below)"),
+            std::string::npos)
+      << md;
+  EXPECT_NE(md.find("**Caution: the count rests on the test split alone.**"), std::string::npos)
+      << md;
+  EXPECT_NE(md.find("The calibrated decisions flag 30, as many as the count is below zero "
+                    "(filter.follows_model_count)"),
+            std::string::npos)
+      << md;
+  EXPECT_EQ(md.find("may be far more than flagged"), std::string::npos) << md;
+  {
+    auto f = h5::File::open_rw(dir + "/filter.h5");
+    f.set_attr("/noise_estimate", "test_split_raise", int64_t(-1));
+    f.set_attr("/noise_estimate", "flag_total", int64_t(5));
     f.set_attr("/noise_estimate", "test_split_wrong", std::nan(""));  // not estimated
     f.set_attr("/noise_estimate", "test_split_follows_model", int64_t(0));
   }
