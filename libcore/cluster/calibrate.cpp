@@ -35,19 +35,27 @@ NoiseEstimate estimate_from_joint(std::vector<int64_t> joint, std::vector<int64_
   return e;
 }
 
-std::vector<double> label_transition(const NoiseEstimate& estimate, double prior_share) {
-  const int k = estimate.classes;
+std::vector<double> label_transition(const std::vector<double>& joint, int classes,
+                                     double prior_share) {
+  const int k = classes;
+  SIEVE_ASSERT(joint.size() == size_t(k) * size_t(k), "label_transition: ", joint.size(),
+               " cells for ", k, " classes");
+  auto cell = [&](int i, int j) { return std::max(joint[size_t(i) * k + j], 0.0); };
   std::vector<double> t(size_t(k) * size_t(k), 0.0);
   for (int j = 0; j < k; ++j) {
     double column = 0;
-    for (int i = 0; i < k; ++i) column += double(estimate.joint[size_t(i) * k + j]);
+    for (int i = 0; i < k; ++i) column += cell(i, j);
     const double prior = prior_share * column;
     const double total = column + double(k) * prior;
     for (int i = 0; i < k; ++i)
-      t[size_t(i) * k + j] =
-          total > 0 ? (double(estimate.joint[size_t(i) * k + j]) + prior) / total : 1.0 / k;
+      t[size_t(i) * k + j] = total > 0 ? (cell(i, j) + prior) / total : 1.0 / k;
   }
   return t;
+}
+
+std::vector<double> label_transition(const NoiseEstimate& estimate, double prior_share) {
+  return label_transition(std::vector<double>(estimate.joint.begin(), estimate.joint.end()),
+                          estimate.classes, prior_share);
 }
 
 double wrong_label_posterior(const float* p, int y, const std::vector<double>& transition,

@@ -49,6 +49,11 @@ NoiseEstimate estimate_from_joint(std::vector<int64_t> joint, std::vector<int64_
 inline constexpr double kTransitionPrior = 0.005;
 std::vector<double> label_transition(const NoiseEstimate& estimate,
                                      double prior_share = kTransitionPrior);
+// The same from any joint of (given label i, true class j) counts [classes x classes],
+// row-major; a negative cell (a linear estimate's sampling noise: the test split's,
+// confusion_count.hpp) counts as 0.
+std::vector<double> label_transition(const std::vector<double>& joint, int classes,
+                                     double prior_share = kTransitionPrior);
 
 // The posterior that a sample's label y is wrong, given the model's class probabilities p [K]
 // and the transition T: 1 - p_y T[y][y] / sum_j p_j T[y][j] (Bayes: the model says which

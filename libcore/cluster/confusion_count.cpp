@@ -130,6 +130,14 @@ ConfusionCount count_from_confusion(const ConfusionSamples& s,
     out.why_not = "the test split's confusion matrix is singular";
     return out;
   }
+  // The point estimate's whole composition: each held-out sample of label i counts
+  // inverse[prediction][j] towards true class j (the count above is its diagonal).
+  std::vector<double> composition(size_t(k) * size_t(k), 0.0);
+  for (int i = 0; i < k; ++i)
+    for (int32_t predicted : held[size_t(i)])
+      for (int j = 0; j < k; ++j)
+        composition[size_t(i * k + j)] +=
+            inverse[size_t(predicted * k + j)] / double(held[size_t(i)].size());
   std::mt19937_64 rng(seed);
   std::vector<std::vector<double>> resampled;
   std::vector<double> one;
@@ -156,7 +164,21 @@ ConfusionCount count_from_confusion(const ConfusionSamples& s,
   out.standard_error = se;
   out.wrong_by_label = point;
   out.standard_error_by_label = spread(resampled);
+  out.composition = std::move(composition);
   return out;
+}
+
+std::vector<double> test_split_joint(const ConfusionCount& c,
+                                     const std::vector<int64_t>& class_size) {
+  const size_t k = class_size.size();
+  if (!c.usable || c.composition.size() != k * k ||
+      !(kConfusionZ * c.standard_error <= kTransitionPrecision * std::abs(c.wrong)))
+    return {};
+  std::vector<double> joint(k * k);
+  for (size_t i = 0; i < k; ++i)
+    for (size_t j = 0; j < k; ++j)
+      joint[i * k + j] = double(class_size[i]) * c.composition[i * k + j];
+  return joint;
 }
 
 bool labels_follow_model(const ConfusionCount& c) {

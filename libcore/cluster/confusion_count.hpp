@@ -46,6 +46,9 @@ struct ConfusionCount {
   double standard_error = 0;  // bootstrap, both splits resampled within each class
   // The same per given label (what the total sums), with their own bootstrap standard errors.
   std::vector<double> wrong_by_label, standard_error_by_label;
+  // [classes x classes] row-major, row i: the share of each true class j among the samples given
+  // label i (the point estimate; a cell may fall below 0 or above 1 by sampling noise).
+  std::vector<double> composition;
   int64_t heldout = 0, test = 0;
 };
 
@@ -71,6 +74,19 @@ std::optional<int64_t> confusion_cap(const ConfusionCount& c);
 // wide; it bounds only a class whose count would otherwise pass filter.max_flagged
 // (program.cpp, bound_classes_over_max_flagged).
 std::optional<int64_t> label_confusion_cap(const ConfusionCount& c, int32_t label);
+
+// The joint of (given label, true class) counts the test split implies, class_size[i] x
+// composition[i][j], for the posteriors' label transition (calibrate.hpp, label_transition),
+// where the estimate is precise: usable, and its total within kTransitionPrecision of itself at
+// two standard errors (either sign). Why: the confident joint's off-diagonal cells count the
+// model's own mistakes on hard clean images with the flips, so its transition sends a class's
+// labels to its look-alikes more often than the noise does; the test split takes those
+// mistakes out (the same estimator as the count). Why only where precise: a small test split's
+// inverse is noisy cell by cell, and on the 1,500 digits (15 held-out samples a class) it
+// ranked worse than the joint (docs/detection.md, thirty-first session). Empty otherwise.
+inline constexpr double kTransitionPrecision = 0.2;
+std::vector<double> test_split_joint(const ConfusionCount& c,
+                                     const std::vector<int64_t>& class_size);
 
 // Whether the held-out samples agree with their given labels plainly more often than the test
 // samples with their clean ones: the estimate more than two standard errors below zero, which

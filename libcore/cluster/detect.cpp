@@ -131,14 +131,14 @@ Detection detect_confident(const float* p, int64_t n, int classes, const int32_t
 }
 
 Detection detect_posterior(const Comm& comm, const RowShare& probs, int64_t n,
-                           const int32_t* labels, const NoiseEstimate& estimate) {
-  SIEVE_CHECK(probs.width == estimate.classes, "posterior detector: ", probs.width,
-              " probability columns for a noise estimate of ", estimate.classes, " classes");
+                           const int32_t* labels, const std::vector<double>& transition) {
+  SIEVE_CHECK(transition.size() == size_t(probs.width) * size_t(probs.width),
+              "posterior detector: ", probs.width,
+              " probability columns for a label transition of ", transition.size(), " cells");
   check_labels(labels, n, probs.width);
-  const std::vector<double> transition = label_transition(estimate);
   Detection det;
   det.method = "posterior";
-  det.inputs = "class probabilities (the confident joint's label transition)";
+  det.inputs = "class probabilities (the noise's label transition)";
   det.score.assign(size_t(n), 0.0f);
   for (int64_t q = 0; q < probs.size(); ++q) {
     const int64_t i = probs.rows[size_t(q)];
@@ -150,17 +150,19 @@ Detection detect_posterior(const Comm& comm, const RowShare& probs, int64_t n,
 }
 
 Detection detect_knn_posterior(const Comm& comm, const NeighbourLists& neighbours, int64_t n,
-                               const int32_t* labels, const NoiseEstimate& estimate) {
-  const int classes = estimate.classes;
+                               const int32_t* labels, const std::vector<double>& transition,
+                               int classes) {
   const int k = neighbours.k;
+  SIEVE_CHECK(transition.size() == size_t(classes) * size_t(classes),
+              "knn_posterior detector: a label transition of ", transition.size(), " cells for ",
+              classes, " classes");
   SIEVE_CHECK(neighbours.lists.size() == neighbours.rows.size() * size_t(k),
               "knn_posterior detector: ", neighbours.lists.size(), " neighbour entries for ",
               neighbours.rows.size(), " rows of ", k);
   check_labels(labels, n, classes);
-  const std::vector<double> transition = label_transition(estimate);
   Detection det;
   det.method = "knn_posterior";
-  det.inputs = "penultimate features (cosine k-NN) + the confident joint's label transition";
+  det.inputs = "penultimate features (cosine k-NN) + the noise's label transition";
   det.score.assign(size_t(n), 0.0f);
   std::vector<float> shares(static_cast<size_t>(classes));
   const float total = float(k) + float(classes) * float(kNeighbourVotePrior);

@@ -103,12 +103,13 @@ Detection detect_confident(const float* p, int64_t n, int classes, const int32_t
                            NoiseEstimate* estimate = nullptr, const uint8_t* heldout = nullptr);
 
 // The posterior detector's score over row-distributed probabilities: each sample's
-// wrong_label_posterior (calibrate.hpp) under the label transition of `estimate` (the
-// confident joint of the same probabilities). Score only: the flags follow the calibrated
-// counts (flag_top_overall) once they are known. labels [n] and the score are whole on every
-// rank.
+// wrong_label_posterior (calibrate.hpp) under the label `transition` [classes x classes]
+// (label_transition: of the confident joint of the same probabilities, or of the test
+// split's joint where that is precise, program.cpp). Score only: the flags follow the
+// calibrated counts (flag_top_overall) once they are known. labels [n] and the score are
+// whole on every rank.
 Detection detect_posterior(const Comm& comm, const RowShare& probs, int64_t n,
-                           const int32_t* labels, const NoiseEstimate& estimate);
+                           const int32_t* labels, const std::vector<double>& transition);
 
 // This rank's neighbour lists from the knn detector (KnnSearch::lists): row q of `lists`
 // [rows.size(), k] holds the global rows nearest to global row rows[q], nearest first.
@@ -129,7 +130,8 @@ inline constexpr double kNeighbourVotePrior = 0.5;
 // feature error. Score only (flags as the posterior's); labels [n] and the score are whole on
 // every rank; every rank passes its own lists (any may have none).
 Detection detect_knn_posterior(const Comm& comm, const NeighbourLists& neighbours, int64_t n,
-                               const int32_t* labels, const NoiseEstimate& estimate);
+                               const int32_t* labels, const std::vector<double>& transition,
+                               int classes);
 
 // DBSCAN's core distance per sample within its class (the score of the dbscan detector):
 // distance to the (min_samples-1)'th nearest other sample of the same class. A class too

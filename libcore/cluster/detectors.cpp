@@ -19,9 +19,9 @@ const std::vector<DetectorInfo>& detectors() {
        "diagonal",
        false, false, true, false, true},
       {"posterior", "class probabilities + the confident joint",
-       "posterior that the label is wrong under the noise's label transition (the confident "
-       "joint's columns, a 0.5 % prior per cell); flags as many as the confident joint "
-       "estimates wrong, the highest over all classes",
+       "posterior that the label is wrong under the noise's label transition (the test split's "
+       "count where precise, else the confident joint's columns; a 0.5 % prior per cell); flags "
+       "as many as the confident joint estimates wrong, the highest over all classes",
        false, false, true, false, true, true},
       {"knn_posterior", "penultimate features + the confident joint",
        "the knn vote read through the noise's label transition: the posterior that the label is "

@@ -42,8 +42,10 @@ void add_filter_keys(ConfigSchema& s) {
              "confusion on the test split (its labels taken as clean) plainly puts fewer labels "
              "wrong: at that estimate plus two standard errors (cluster/confusion_count.hpp), "
              "and a class whose count would pass filter.max_flagged at its own label's "
-             "estimate plus two of its standard errors where that is under the limit; false "
-             "where the test labels are no cleaner than the training ones");
+             "estimate plus two of its standard errors where that is under the limit; where "
+             "the estimate is precise (two standard errors within a fifth of it), the "
+             "posteriors' label transition from it; false where the test labels are no cleaner "
+             "than the training ones");
   // Why on by default: on every stored Fashion-MNIST run with instance-dependent noise at 10,
   // 20 and 40 % (60 k, 12 k and a long tail) the test split's count was plainly below zero and
   // its magnitude 0.66-1.04x the wrong labels, where the joint's count was 0.14-0.30x;

@@ -145,6 +145,10 @@ struct FilterRun {
   // where it is plainly below zero (raise_to_follows_model_count; -1: none).
   bool follows_model_count = true;
   int64_t follows_model_raise = -1;
+  // The label transition the posteriors read (choose_label_transition) and its source:
+  // "test_split" or "confident_joint"; empty before the estimate.
+  std::vector<double> transition;
+  std::string transition_source;
   // Per class, the test split's own bound where it kept the class under filter.max_flagged
   // (bound_classes_over_max_flagged); -1 elsewhere. Empty: none applied.
   std::vector<int64_t> class_cap_applied;
@@ -340,6 +344,24 @@ void raise_to_follows_model_count(FilterRun& r) {
   r.follows_model_raise = r.flag_total();
 }
 
+// The label transition the posteriors read (label_transition): the test split's joint where
+// its estimate is precise (test_split_joint: the model's own mistakes on hard clean images
+// taken out of the flip routes), else the confident joint's, as before the thirty-first session.
+void choose_label_transition(FilterRun& r) {
+  const std::vector<double> joint =
+      r.confusion ? test_split_joint(*r.confusion, r.estimate.class_size) : std::vector<double>();
+  r.transition_source = joint.empty() ? "confident_joint" : "test_split";
+  r.transition =
+      joint.empty() ? label_transition(r.estimate) : label_transition(joint, r.estimate.classes);
+  if (!joint.empty())
+    log::infof(
+        "the posteriors read the label transition from the test split's count (its two "
+        "standard errors within ",
+        int(100 * kTransitionPrecision),
+        " % of it), not the confident joint's, whose flip routes hold the model's own "
+        "mistakes too (filter.test_bound)");
+}
+
 // The test split's count (estimate_from_confusion) in one line, and the cap it puts on the
 // calibrated decisions' count where it plainly says fewer are wrong (confusion_cap), the
 // per-class counts scaled down alike (counts_for_rate). A known filter.noise_rate replaces
@@ -484,16 +506,17 @@ void run_feature_detectors(FilterRun& r) {
     r.dets.back().seconds = seconds_since(t0);
     log_heldout_thresholds(r);
     if (r.test_bound && !heldout.empty()) estimate_from_confusion(r, heldout, fin.probs.width);
+    if (!r.estimate.empty()) choose_label_transition(r);
     if (!r.estimate.empty() && (r.runs(detector("posterior")) || r.runs(consensus))) {
       const auto t1 = Clock::now();
       r.dets.push_back(
-          detect_posterior(r.ctx.comm, fin.probs, r.in.n, r.in.labels.data(), r.estimate));
+          detect_posterior(r.ctx.comm, fin.probs, r.in.n, r.in.labels.data(), r.transition));
       r.dets.back().seconds = seconds_since(t1);  // its flags follow the counts, below
     }
     if (!r.estimate.empty() && r.neighbours.k > 0) {
       const auto t1 = Clock::now();
-      r.dets.push_back(
-          detect_knn_posterior(r.ctx.comm, r.neighbours, r.in.n, r.in.labels.data(), r.estimate));
+      r.dets.push_back(detect_knn_posterior(r.ctx.comm, r.neighbours, r.in.n, r.in.labels.data(),
+                                            r.transition, r.estimate.classes));
       r.dets.back().seconds = seconds_since(t1);  // its flags follow the counts, below
     }
   }
@@ -717,6 +740,13 @@ void write_noise_estimate(h5::File& f, const FilterRun& r) {
   f.create_dataset<int64_t>("/noise_estimate/confident_joint",
                             {hsize_t(e.classes), hsize_t(e.classes)});
   f.write_rows<int64_t>("/noise_estimate/confident_joint", 0, size_t(e.classes), e.joint.data());
+  if (!r.transition.empty()) {  // what the posteriors read, and from which joint
+    f.create_dataset<double>("/noise_estimate/label_transition",
+                             {hsize_t(e.classes), hsize_t(e.classes)});
+    f.write_rows<double>("/noise_estimate/label_transition", 0, size_t(e.classes),
+                         r.transition.data());
+    f.set_attr("/noise_estimate", "transition_source", r.transition_source);
+  }
   f.set_attr("/noise_estimate", "total", e.total());
   // What the calibrated detectors flagged per class (the estimate, or the knn vote's count).
   put(f, "/noise_estimate/flag_counts", r.flag_counts);

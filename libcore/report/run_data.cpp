@@ -307,6 +307,8 @@ void load_filter(RunData& d) {
             f.attr_int("/noise_estimate", "test_split_follows_model") != 0;
       if (f.has_attr("/noise_estimate", "test_split_raise"))
         fi.test_split_raise = f.attr_int("/noise_estimate", "test_split_raise");
+      if (f.has_attr("/noise_estimate", "transition_source"))
+        fi.transition_source = f.attr_string("/noise_estimate", "transition_source");
       if (f.exists("/noise_estimate/test_split_class_cap"))
         fi.test_split_class_cap = f.read_all<int64_t>("/noise_estimate/test_split_class_cap");
     }

@@ -125,6 +125,9 @@ struct FilterInfo {
   // Where it was plainly below zero, the count its magnitude raised the decisions to
   // (filter.follows_model_count; -1: none, or a file from before it).
   int64_t test_split_raise = -1;
+  // Which joint the posteriors' label transition came from: "test_split" or "confident_joint"
+  // ("" for files from before the thirty-first session).
+  std::string transition_source;
   std::string probs_source;       // in_sample / out_of_fold ("" before cross-fitting)
   std::string label_issues;       // label_issues.csv beside the filter file ("" if absent)
   std::vector<ClassRow> per_class;

@@ -83,7 +83,13 @@ void noise_estimate_paragraph(SectionContext& c, const FilterInfo& f) {
                   f.test_split_cap, " (filter.test_bound).")
             : std::string("It bounds the count only where it is plainly above zero and below "
                           "the count."),
-        class_bounds_sentence(c, f)));
+        class_bounds_sentence(c, f),
+        f.transition_source == "test_split"
+            ? std::string(" Its estimate being precise (two standard errors within a fifth of "
+                          "it), the posterior detectors read the noise's label transition from "
+                          "it rather than from the confident joint, whose flip routes hold the "
+                          "model's own mistakes too.")
+            : std::string()));
   if (f.test_split_follows_model && f.noise_rate_given == 0 && f.test_split_raise >= 0)
     c.doc.paragraph(cat(
         "**Caution: the count rests on the test split alone.** The held-out samples agree with "

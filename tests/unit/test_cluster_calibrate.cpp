@@ -127,7 +127,7 @@ TEST(ClusterCalibrate, PosteriorDetectorRanksPairwiseFlipsFirst) {
     share.x = c.p;
     share.width = 3;
     for (int64_t i = 0; i < n; ++i) share.rows.push_back(i);
-    const Detection d = detect_posterior(self, share, n, c.labels.data(), e);
+    const Detection d = detect_posterior(self, share, n, c.labels.data(), label_transition(e));
     EXPECT_EQ(d.method, "posterior");
     float lowest_flip = 1, highest_clean = 0;
     for (int64_t i = 0; i < n; ++i)
@@ -146,6 +146,21 @@ TEST(ClusterCalibrate, PosteriorDetectorRanksPairwiseFlipsFirst) {
   }
 }
 
+// The transition from a joint of doubles (the test split's, test_split_joint) is the
+// confident joint's formula; a negative cell (sampling noise of a linear estimate) counts as 0.
+TEST(ClusterCalibrate, LabelTransitionFromAJointOfDoublesClipsNegativeCells) {
+  const NoiseEstimate e = estimate_from_joint({90, 30, 0, 10, 70, 0, 0, 0, 100}, {120, 80, 100}, 3);
+  const std::vector<double> from_ints = label_transition(e);
+  const std::vector<double> from_doubles =
+      label_transition(std::vector<double>{90, 30, 0, 10, 70, 0, 0, 0, 100}, 3);
+  ASSERT_EQ(from_doubles.size(), 9u);
+  for (size_t q = 0; q < 9; ++q) EXPECT_DOUBLE_EQ(from_doubles[q], from_ints[q]) << q;
+  const std::vector<double> clipped =
+      label_transition(std::vector<double>{90, 30, -4, 10, 70, 0, 0, 0, 100}, 3);
+  for (size_t q = 0; q < 9; ++q) EXPECT_DOUBLE_EQ(clipped[q], from_ints[q]) << q;
+  EXPECT_THROW(label_transition(std::vector<double>(8, 1.0), 3), Error);
+}
+
 // The knn vote read through the transition: two samples whose neighbours all disagree with
 // their label score alike by the plain vote, but a neighbourhood of the label's look-alike
 // (class 1, whose samples carry label 0 three times in ten) is a likely flip and one of a
@@ -162,7 +177,7 @@ TEST(ClusterCalibrate, KnnPosteriorWeighsNeighboursByTheTransition) {
   nb.lists = {0, 1,   // row 2: two of its own label
               3, 4,   // row 0: two of label 1, the look-alike
               5, 6};  // row 1: two of label 2
-  const Detection d = detect_knn_posterior(self, nb, 8, labels.data(), e);
+  const Detection d = detect_knn_posterior(self, nb, 8, labels.data(), label_transition(e), 3);
   EXPECT_EQ(d.method, "knn_posterior");
   ASSERT_EQ(d.score.size(), 8u);
   // Shares (count + 0.5) / 3.5; a prior of 0.5 per cell of a column of 100: T[0][0] = 90.5 /
@@ -175,7 +190,7 @@ TEST(ClusterCalibrate, KnnPosteriorWeighsNeighboursByTheTransition) {
   for (int64_t i = 3; i < 8; ++i) EXPECT_EQ(d.score[size_t(i)], 0.0f) << i;  // not this rank's
   // Lists that do not match their rows are refused.
   nb.lists.pop_back();
-  EXPECT_THROW(detect_knn_posterior(self, nb, 8, labels.data(), e), Error);
+  EXPECT_THROW(detect_knn_posterior(self, nb, 8, labels.data(), label_transition(e), 3), Error);
 }
 
 // The counts say how many, the score says where: the sum of the counts, highest first over all

@@ -64,6 +64,37 @@ TEST(ClusterConfusion, ExactWhereTheHeldOutCountsAreTheExpectedMixtures) {
   EXPECT_LT(c.standard_error_by_label[0], c.standard_error);
 }
 
+// The whole composition of each label (the count is one minus its diagonal): label 0 holds
+// 80 % class 0 and 20 % class 1, label 1 only class 1, label 2 10 % class 0 and 90 % class 2;
+// as a joint of counts it is that times each label's size. test_split_joint gives it only where
+// the estimate's two standard errors are within kTransitionPrecision of it.
+TEST(ClusterConfusion, CompositionOfEachLabelAndTheJointWhereTheEstimateIsPrecise) {
+  const ConfusionCount c = count_from_confusion(three_classes(1), {1000, 1000, 1000}, 7);
+  ASSERT_TRUE(c.usable) << c.why_not;
+  const std::vector<double> expected = {0.8, 0.2, 0.0, 0.0, 1.0, 0.0, 0.1, 0.0, 0.9};
+  ASSERT_EQ(c.composition.size(), expected.size());
+  for (size_t q = 0; q < expected.size(); ++q)
+    EXPECT_NEAR(c.composition[q], expected[q], 1e-9) << q;
+  ConfusionCount precise = c;
+  precise.standard_error = 0.1 * c.wrong / 2.0;  // two SE: 10 % of the estimate
+  const std::vector<double> joint = test_split_joint(precise, {1000, 2000, 1000});
+  ASSERT_EQ(joint.size(), 9u);
+  EXPECT_NEAR(joint[0], 800.0, 1e-6);
+  EXPECT_NEAR(joint[1], 200.0, 1e-6);
+  EXPECT_NEAR(joint[4], 2000.0, 1e-6);  // label 1's size
+  EXPECT_NEAR(joint[6], 100.0, 1e-6);
+  // The sign does not matter (labels that follow the model); the precision does.
+  ConfusionCount below = precise;
+  below.wrong = -c.wrong;
+  EXPECT_EQ(test_split_joint(below, {1000, 2000, 1000}).size(), 9u);
+  ConfusionCount loose = c;
+  loose.standard_error = 0.3 * c.wrong / 2.0;  // two SE: 30 %
+  EXPECT_TRUE(test_split_joint(loose, {1000, 2000, 1000}).empty());
+  ConfusionCount unusable = precise;
+  unusable.usable = false;
+  EXPECT_TRUE(test_split_joint(unusable, {1000, 2000, 1000}).empty());
+}
+
 TEST(ClusterConfusion, StandardErrorHalvesWithFourTimesTheSamplesAndFollowsTheSeed) {
   const ConfusionCount small = count_from_confusion(three_classes(1), {1000, 1000, 1000}, 7);
   const ConfusionCount large = count_from_confusion(three_classes(4), {1000, 1000, 1000}, 7);

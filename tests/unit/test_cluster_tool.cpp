@@ -798,6 +798,52 @@ TEST(ClusterFilterTool, TestSplitCapsTheCountWhereTheModelsOwnMistakesInflateIt)
   EXPECT_EQ(h.attr_int("/noise_estimate", "flag_total"), uncapped);
 }
 
+// The posteriors' label transition comes from the test split where its count is precise (two
+// standard errors within a fifth of it): every 20th sample given label c is an image of class
+// c + 1 (mod 3), and the model also takes a tenth of class 0's and 1's clean images for the next
+// class, on the test split as on the training split. The test split's transition sends label c
+// to class c + 1's images at the flips' rate alone, T[0][1] = 300 of class 1's 6,000; the
+// confident joint's counts the model's mistakes on the same route. Without the test split
+// (filter.test_bound=false), or where its count is not precise (the 1,200-a-class case of
+// TestSplitCapsTheCount...), the confident joint's is read, as before.
+TEST(ClusterFilterTool, PosteriorsReadTheTestSplitsTransitionWhereItsCountIsPrecise) {
+  std::string dir = test::scratch_dir("cluster_tool_transition");
+  Synthetic s = make_synthetic(3, 6000, 8);
+  const size_t n = s.ids.size();
+  std::vector<uint8_t> elsewhere(n), held(n);
+  std::vector<float> margin(n);
+  for (size_t i = 0; i < n; ++i) {
+    elsewhere[i] = s.noise[i] || (s.labels[i] < 2 && i % 10 == 1);
+    held[i] = (i / 3) % 3 == 0;
+    margin[i] = elsewhere[i] ? -1.0f : 1.0f;
+  }
+  write_compare_inputs(dir, s, -1, &elsewhere);
+  write_dynamics(dir + "/dyn.h5", margin, 1, s.ids, s.labels, &held);
+  write_test_predictions(dir + "/feat.h5", 3, 6000,
+                         [](int c, int j) { return c < 2 && j % 10 == 1 ? c + 1 : c; });
+  const std::string args = compare_inputs(dir) + " --dynamics " + dir + "/dyn.h5 --output ";
+  std::string log;
+  ASSERT_EQ(run(args + dir + "/test.h5", &log), 0) << log;
+  EXPECT_NE(log.find("the posteriors read the label transition from the test split's count"),
+            std::string::npos)
+      << log;
+  h5::File f = h5::File::open(dir + "/test.h5");
+  const double wrong = f.attr_double("/noise_estimate", "test_split_wrong");
+  ASSERT_LE(2.0 * f.attr_double("/noise_estimate", "test_split_standard_error"), 0.2 * wrong);
+  EXPECT_EQ(f.attr_string("/noise_estimate", "transition_source"), "test_split");
+  const std::vector<double> t = f.read_all<double>("/noise_estimate/label_transition");
+  ASSERT_EQ(t.size(), 9u);
+  // The truth with the prior of 0.5 % of the column per cell: (300 + 30) / (6,000 x 1.015).
+  const double truth = 330.0 / 6090.0;
+  EXPECT_NEAR(t[0 * 3 + 1], truth, 0.02);
+  ASSERT_EQ(run(args + dir + "/joint.h5 --set filter.test_bound=false", &log), 0) << log;
+  h5::File g = h5::File::open(dir + "/joint.h5");
+  EXPECT_EQ(g.attr_string("/noise_estimate", "transition_source"), "confident_joint");
+  const std::vector<double> tj = g.read_all<double>("/noise_estimate/label_transition");
+  ASSERT_EQ(tj.size(), 9u);
+  EXPECT_GT(tj[0 * 3 + 1], truth + 0.08);  // the model's mistakes as a flip route
+}
+
 // filter.follows_model_count: a fifth of class 0 looks like class 1 and carries label 1, and
 // the model follows them (its probabilities and features say class 1, as the label does), so
 // the confident joint and the knn vote count none; only the training dynamics (a low margin

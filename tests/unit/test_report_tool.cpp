@@ -412,6 +412,16 @@ TEST(ReportTool, NoiseEstimateIsShownWithoutScoredDetectors) {
       << md;
   EXPECT_EQ(md.find("Caution"), std::string::npos) << md;
   EXPECT_EQ(md.find("Its count per given label bounded"), std::string::npos) << md;
+  EXPECT_EQ(md.find("read the noise's label transition from it"), std::string::npos) << md;
+  {
+    auto f = h5::File::open_rw(dir + "/filter.h5");
+    f.set_attr("/noise_estimate", "transition_source", std::string("test_split"));
+  }
+  ASSERT_EQ(run_report(dir, "--overwrite", &out), 0) << out;
+  md = slurp(dir + "/report/index.md");
+  EXPECT_NE(md.find("the posterior detectors read the noise's label transition from it"),
+            std::string::npos)
+      << md;
   // A class its own label's count kept under filter.max_flagged is named with its bound (the
   // other class's -1: not bounded).
   {
