@@ -128,11 +128,8 @@ std::vector<int64_t> counts_for_rate(double rate, const std::vector<int64_t>& es
   for (size_t c = 0; c < k; ++c) seen[c] = std::clamp<int64_t>(estimated[c], 0, class_size[c]);
   const int64_t seen_total = std::accumulate(seen.begin(), seen.end(), int64_t(0));
   if (total <= seen_total) return share_out(total, seen, class_size);
-  std::vector<int64_t> room(k);
-  for (size_t c = 0; c < k; ++c) room[c] = class_size[c] - seen[c];
-  const std::vector<int64_t> unseen = share_out(total - seen_total, class_size, room);
-  for (size_t c = 0; c < k; ++c) seen[c] += unseen[c];
-  return seen;
+  // Above the estimate: the rest spread by class size, no class past its own size.
+  return counts_raised_within_limit(total, seen, class_size, 1.0);
 }
 
 std::vector<int64_t> counts_raised_within_limit(int64_t total, const std::vector<int64_t>& counts,

@@ -46,6 +46,13 @@ std::string class_bounds_sentence(const SectionContext& c, const FilterInfo& f) 
              "and the run went on.");
 }
 
+// What both cautions about labels that follow the model observe (the raised count's and the
+// plain one's), up to the colon before what it means.
+constexpr const char* kHeldOutAgreeMore =
+    "The held-out samples agree with their given labels more often than the test samples with "
+    "their clean ones (the count above is plainly below zero), which no noise that depends on "
+    "the class alone does:";
+
 // The confident joint's estimate of wrong labels and what the calibrated decisions flag,
 // beside the truth where there is one. Written with or without a truth: on real data, where
 // no truth exists, it is the only figure of how noisy the labels are.
@@ -92,10 +99,8 @@ void noise_estimate_paragraph(SectionContext& c, const FilterInfo& f) {
             : std::string()));
   if (f.test_split_follows_model && f.noise_rate_given == 0 && f.test_split_raise >= 0)
     c.doc.paragraph(cat(
-        "**Caution: the count rests on the test split alone.** The held-out samples agree with "
-        "their given labels more often than the test samples with their clean ones (the count "
-        "above is plainly below zero), which no noise that depends on the class alone does: the "
-        "wrong labels follow the model's own confusions (instance-dependent noise), which the "
+        "**Caution: the count rests on the test split alone.** ", kHeldOutAgreeMore,
+        " the wrong labels follow the model's own confusions (instance-dependent noise), which the "
         "confident joint and the knn vote barely see, or the test split is harder than the "
         "training data. The calibrated decisions flag ",
         f.test_split_raise,
@@ -105,15 +110,13 @@ void noise_estimate_paragraph(SectionContext& c, const FilterInfo& f) {
         "beyond the joint's count are hard clean ones. Where the share of wrong labels is "
         "known, filter.noise_rate sets it."));
   else if (f.test_split_follows_model && f.noise_rate_given == 0)
-    c.doc.paragraph(
-        "**Caution: the wrong labels may be far more than flagged.** The held-out samples agree "
-        "with their given labels more often than the test samples with their clean ones (the "
-        "count above is plainly below zero), which no noise that depends on the class alone "
-        "does: the wrong labels, if any, follow the model's own confusions (instance-dependent "
+    c.doc.paragraph(cat(
+        "**Caution: the wrong labels may be far more than flagged.** ", kHeldOutAgreeMore,
+        " the wrong labels, if any, follow the model's own confusions (instance-dependent "
         "noise), or the test split is harder than the training data. No count built on the "
         "model's beliefs sees such labels; on the Fashion-MNIST runs measured with this kind of "
         "noise the flagged were 2-33 % of the wrong labels (docs/detection.md). Where the share "
-        "of wrong labels is known, filter.noise_rate sets it.");
+        "of wrong labels is known, filter.noise_rate sets it."));
   else if (f.estimate_in_doubt && f.noise_rate_given == 0 && f.noise_estimate >= 0 &&
            f.test_split_cap < 0)
     c.doc.paragraph(cat(
